@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+// The two README commands. Uses only Node built-ins until dependencies are installed, so it runs
+// on a fresh machine: install -> build -> storage (given, local, or private under .data/) -> migrate
+// -> bootstrap -> serve (start) or run the tap suite (test).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dataDir = path.join(root, '.data');
+const mode = process.argv[2] ?? 'start';
+const extra = process.argv.slice(3);
+const say = (msg) => console.error(`[svc] ${msg}`);
+
+function sh(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status})`);
+  return r;
+}
+const have = (bin) => spawnSync('sh', ['-c', `command -v ${bin}`], { stdio: 'ignore' }).status === 0;
+
+function ensureInstalled() {
+  const marker = path.join(root, 'node_modules', '.package-lock.json');
+  const lock = path.join(root, 'package-lock.json');
+  if (fs.existsSync(marker) && (!fs.existsSync(lock) || fs.statSync(marker).mtimeMs >= fs.statSync(lock).mtimeMs)) return;
+  say('installing npm dependencies');
+  sh('npm', [fs.existsSync(lock) ? 'ci' : 'install', '--no-audit', '--no-fund']);
+}
+
+function build() {
+  say('building');
+  sh('npm', ['run', '--silent', 'build']);
+}
+
+let aptUpdated = false;
+function aptInstall(pkgs) {
+  if (process.getuid?.() !== 0) throw new Error(`missing ${pkgs.join(', ')}: install them (apt-get install ${pkgs.join(' ')}) or set DATABASE_URL/REDIS_URL`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  if (!aptUpdated) { sh('apt-get', ['update', '-qq'], { env }); aptUpdated = true; }
+  say(`installing Debian packages: ${pkgs.join(' ')}`);
+  sh('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { env });
+}
+
+function portOpen(port, host = '127.0.0.1', timeoutMs = 500) {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host });
+    const done = (ok) => { s.destroy(); resolve(ok); };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once('connect', () => done(true));
+    s.once('error', () => done(false));
+  });
+}
+async function waitPort(port, ms = 20000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) { if (await portOpen(port)) return; await new Promise((r) => setTimeout(r, 100)); }
+  throw new Error(`nothing listening on ${port} after ${ms} ms`);
+}
+
+function pgBinDir() {
+  const base = '/usr/lib/postgresql';
+  const find = () => fs.existsSync(base) ? fs.readdirSync(base).sort((a, b) => Number(b) - Number(a)).map((v) => path.join(base, v, 'bin')).find((d) => fs.existsSync(path.join(d, 'initdb'))) : undefined;
+  let dir = find();
+  if (!dir) { aptInstall(['postgresql']); dir = find(); }
+  if (!dir) throw new Error('postgresql binaries not found after install');
+  return dir;
+}
+
+/** A private Postgres under .data/pg on port 54329, run as the postgres system user (it refuses root). */
+async function startPrivatePostgres() {
+  const port = 54329;
+  if (await portOpen(port)) return `postgres://postgres@127.0.0.1:${port}`;
+  const bin = pgBinDir();
+  const pgdata = path.join(dataDir, 'pg');
+  const asRoot = process.getuid?.() === 0;
+  const run = (cmd, args) => asRoot ? sh('runuser', ['-u', 'postgres', '--', cmd, ...args]) : sh(cmd, args);
+  fs.mkdirSync(dataDir, { recursive: true });
+  if (!fs.existsSync(path.join(pgdata, 'PG_VERSION'))) {
+    say(`initialising a private Postgres in ${pgdata}`);
+    fs.mkdirSync(pgdata, { recursive: true });
+    if (asRoot) sh('chown', ['-R', 'postgres:postgres', pgdata]);
+    run(path.join(bin, 'initdb'), ['-D', pgdata, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
+  }
+  say(`starting a private Postgres on port ${port}`);
+  run(path.join(bin, 'pg_ctl'), ['-D', pgdata, '-l', path.join(pgdata, 'server.log'), '-o', `-p ${port} -k ${pgdata} -c listen_addresses=127.0.0.1`, '-w', 'start']);
+  return `postgres://postgres@127.0.0.1:${port}`;
+}
+
+/** A private redis-server under .data/<name>; queue Redis gets persistence and noeviction (BullMQ needs both). */
+async function startPrivateRedis(name, port, persistent) {
+  if (await portOpen(port)) return `redis://127.0.0.1:${port}`;
+  if (!have('redis-server')) aptInstall(['redis-server']);
+  const dir = path.join(dataDir, name);
+  fs.mkdirSync(dir, { recursive: true });
+  say(`starting a private Redis (${name}) on port ${port}`);
+  const args = ['--daemonize', 'yes', '--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--logfile', path.join(dir, 'redis.log'), '--pidfile', path.join(dir, 'redis.pid')];
+  if (persistent) args.push('--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction', '--save', '');
+  else args.push('--save', '', '--appendonly', 'no');
+  sh('redis-server', args);
+  await waitPort(port);
+  return `redis://127.0.0.1:${port}`;
+}
+
+async function resolveStorage(dbName) {
+  let base = process.env.DATABASE_URL;
+  if (!base) {
+    if (await portOpen(5432)) base = `postgres://postgres@127.0.0.1:5432/${dbName}`;
+    else base = `${await startPrivatePostgres()}/${dbName}`;
+  }
+  let redis = process.env.REDIS_URL;
+  if (!redis) redis = (await portOpen(6379)) ? 'redis://127.0.0.1:6379' : await startPrivateRedis('redis', 63790, false);
+  return { DATABASE_URL: base, REDIS_URL: redis };
+}
+
+async function ensureDatabase(url) {
+  const { default: postgres } = await import(path.join(root, 'node_modules', 'postgres', 'src', 'index.js'));
+  const u = new URL(url);
+  const name = decodeURIComponent(u.pathname.slice(1));
+  const admin = new URL(url); admin.pathname = '/postgres';
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    const [row] = await sql`select 1 as x from pg_database where datname = ${name}`;
+    if (!row) { say(`creating database ${name}`); await sql.unsafe(`create database "${name.replace(/"/g, '""')}"`); }
+  } catch (err) {
+    if (!/already exists/.test(String(err.message))) throw err;
+  } finally { await sql.end({ timeout: 2 }); }
+}
+
+function cli(args, env, opts = {}) {
+  return spawnSync(process.execPath, [path.join(root, 'dist', 'src', 'cli.js'), ...args], { cwd: root, env, encoding: 'utf8', stdio: opts.capture ? ['ignore', 'pipe', 'inherit'] : 'inherit' });
+}
+
+async function start() {
+  ensureInstalled(); build();
+  const storage = await resolveStorage('svc');
+  if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
+  const queueRedis = process.env.QUEUE_REDIS_URL ?? (process.env.REDIS_URL ? storage.REDIS_URL : await startPrivateRedis('queue-redis', 63791, true));
+  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: queueRedis, NODE_ENV: process.env.NODE_ENV ?? 'development' };
+  if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');
+  const boot = cli(['bootstrap', '--json'], env, { capture: true });
+  if (boot.status !== 0) throw new Error('bootstrap failed');
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(path.join(dataDir, 'bootstrap.json'), boot.stdout, { mode: 0o600 });
+  say(`bootstrap written to .data/bootstrap.json`);
+  const child = spawn(process.execPath, [path.join(root, 'dist', 'src', 'cli.js'), 'start'], { cwd: root, env, stdio: 'inherit' });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
+}
+
+async function test() {
+  ensureInstalled(); build();
+  const storage = await resolveStorage('svc_test');
+  if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
+  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: process.env.QUEUE_REDIS_URL ?? storage.REDIS_URL, NODE_ENV: 'test' };
+  if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');
+  const files = extra.length ? extra : ['dist/test/**/*.test.js'];
+  const tap = path.join(root, 'node_modules', '.bin', 'tap');
+  const args = ['--disable-coverage', '--reporter=tap', '--timeout=120', '--jobs=2', ...files];
+  const logFile = path.join(dataDir, 'last-test-run.tap');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const log = fs.createWriteStream(logFile);
+  const child = spawn(tap, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let summary = null;
+  let buf = '';
+  let inFailure = 0;
+  // Print each file's verdict and the full text of failures; the whole TAP stream goes to .data/last-test-run.tap.
+  child.stdout.on('data', (chunk) => {
+    log.write(chunk);
+    buf += chunk.toString('utf8');
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl); buf = buf.slice(nl + 1);
+      const m = /^# \{ total: (\d+), pass: (\d+)(?:, fail: (\d+))?(?:, skip: (\d+))?(?:, todo: (\d+))?/.exec(line) ?? /^# \{ total: (\d+)(?:, pass: (\d+))?(?:, fail: (\d+))?/.exec(line);
+      if (m) summary = { total: +m[1], pass: +(m[2] ?? 0), fail: +(m[3] ?? 0), skip: +(m[4] ?? 0) };
+      // Failure blocks are printed from their 'not ok' line to the next test line at the same depth.
+      const depth = /^(\s*)(not )?ok \d+/.exec(line);
+      if (depth) inFailure = depth[2] !== undefined ? depth[1].length + 1 : (inFailure && depth[1].length + 1 < inFailure ? inFailure : 0);
+      if (depth && depth[1].length === 0) { process.stdout.write(line + '\n'); continue; }
+      if (inFailure) process.stdout.write(line + '\n');
+    }
+  });
+  const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
+  log.end();
+  if (!summary) summary = { total: 0, pass: 0, fail: code === 0 ? 0 : 1, skip: 0 };
+  console.log(`full TAP output: ${path.relative(root, logFile)}`);
+  console.log(`${summary.pass} passed, ${summary.fail} failed${summary.skip ? `, ${summary.skip} skipped` : ''}`);
+  process.exit(code === 0 && summary.fail === 0 && summary.pass > 0 ? 0 : 1);
+}
+
+async function perf() {
+  ensureInstalled(); build();
+  const storage = await resolveStorage('svc');
+  if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
+  const env = { ...process.env, ...storage, NODE_ENV: 'production', KEY_ENCRYPTION_KEY: process.env.KEY_ENCRYPTION_KEY ?? '11'.repeat(32), ISSUER: process.env.ISSUER ?? 'https://svc.perf.local' };
+  if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');
+  const script = path.join(root, 'dist', 'perf', mode === 'profile' ? 'profile.js' : 'run.js');
+  const child = spawn(process.execPath, [script, ...extra], { cwd: root, env, stdio: 'inherit' });
+  child.on('exit', (code) => process.exit(code ?? 1));
+}
+
+const modes = { start, test, perf, profile: perf };
+if (!modes[mode]) { console.error(`usage: node ops/run.mjs ${Object.keys(modes).join('|')}`); process.exit(2); }
+modes[mode]().catch((err) => { say(err.message); process.exit(1); });

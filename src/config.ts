@@ -1,0 +1,142 @@
+import os from 'node:os';
+
+/** The one validated, frozen configuration, read from the environment once at start and passed down. */
+export interface Config {
+  readonly env: 'development' | 'production' | 'test';
+  readonly host: string;
+  readonly port: number;
+  readonly workers: number;
+  readonly issuer: string;
+  readonly databaseUrl: string;
+  readonly databasePoolSize: number;
+  readonly redisUrl: string;
+  /** Redis for BullMQ queues; defaults to redisUrl. Should be a Redis with noeviction and persistence. */
+  readonly queueRedisUrl: string;
+  /** Prefix for every Redis key and queue name, so tests and tenants of a shared Redis stay apart. */
+  readonly redisPrefix: string;
+  readonly logLevel: string;
+  readonly shutdownTimeoutMs: number;
+  readonly bodyLimitBytes: number;
+  /** Requests in flight per HTTP process before excess is shed with 503. */
+  readonly maxInflight: number;
+  readonly region: string;
+  readonly cryptoThreads: number;
+  /** Max queued crypto tasks per HTTP process before requests are shed. */
+  readonly cryptoQueueMax: number;
+  readonly keyEncryptionKey: Buffer;
+  readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256';
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly revocationShards: number;
+  readonly smtpUrl: string;
+  readonly mailFrom: string;
+  readonly webhookAllowPrivate: boolean;
+  readonly webhookConcurrency: number;
+  readonly emailConcurrency: number;
+  readonly queueWorkers: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+// A key for local development only; production must set KEY_ENCRYPTION_KEY (checked below).
+const DEV_KEY_ENCRYPTION_KEY = '6465762d6f6e6c792d6b65792d646f2d6e6f742d7573652d696e2d70726f6421';
+
+/** Reads and validates every setting; collects all problems so an operator fixes them in one pass. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: string, def: string): string => {
+    const v = env[name];
+    return v === undefined || v === '' ? def : v;
+  };
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return def;
+    if (!/^-?\d+$/.test(raw)) { problems.push(`${name} must be an integer, got "${raw}"`); return def; }
+    const n = Number(raw);
+    if (n < min || n > max) { problems.push(`${name} must be between ${min} and ${max}, got ${n}`); return def; }
+    return n;
+  };
+  const bool = (name: string, def: boolean): boolean => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return def;
+    if (raw === 'true' || raw === '1') return true;
+    if (raw === 'false' || raw === '0') return false;
+    problems.push(`${name} must be true or false, got "${raw}"`);
+    return def;
+  };
+  const url = (name: string, def: string, protocols: string[]): string => {
+    const v = str(name, def);
+    try {
+      const u = new URL(v);
+      if (!protocols.includes(u.protocol)) problems.push(`${name} must use ${protocols.join(' or ')}, got "${u.protocol}"`);
+    } catch {
+      problems.push(`${name} is not a valid URL`);
+    }
+    return v;
+  };
+
+  const nodeEnv = str('NODE_ENV', 'development');
+  if (!['development', 'production', 'test'].includes(nodeEnv)) problems.push(`NODE_ENV must be development, production or test, got "${nodeEnv}"`);
+  const host = str('HOST', '127.0.0.1');
+  const port = int('PORT', 8080, 0, 65535);
+  const issuerDefault = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const issuer = url('ISSUER', issuerDefault, ['http:', 'https:']).replace(/\/+$/, '');
+  if (nodeEnv === 'production' && issuer.startsWith('http:')) problems.push('ISSUER must be https in production');
+
+  const kekHex = str('KEY_ENCRYPTION_KEY', nodeEnv === 'production' ? '' : DEV_KEY_ENCRYPTION_KEY);
+  let keyEncryptionKey = Buffer.alloc(32);
+  if (!/^[0-9a-fA-F]{64}$/.test(kekHex)) problems.push('KEY_ENCRYPTION_KEY must be 64 hex characters (32 bytes); required in production');
+  else keyEncryptionKey = Buffer.from(kekHex, 'hex');
+
+  const alg = str('TOKEN_SIGNING_ALG', 'RS256');
+  if (alg !== 'RS256' && alg !== 'ES256' && alg !== 'PS256') problems.push(`TOKEN_SIGNING_ALG must be RS256, ES256 or PS256, got "${alg}"`);
+
+  const region = str('REGION', 'local');
+  if (!/^[a-z0-9-]{1,32}$/.test(region)) problems.push('REGION must be 1 to 32 of a-z, 0-9 and "-" (it is part of every jti)');
+  const redisPrefix = str('REDIS_PREFIX', 'svc:');
+  if (!/^[A-Za-z0-9:_-]{1,64}$/.test(redisPrefix)) problems.push('REDIS_PREFIX must be 1 to 64 of A-Z a-z 0-9 : _ -');
+
+  const redisUrl = url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']);
+  const cpus = Math.max(1, os.availableParallelism());
+  const config: Config = {
+    env: nodeEnv as Config['env'],
+    host,
+    port,
+    workers: int('WORKERS', cpus, 1, 256),
+    issuer,
+    databaseUrl: url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc', ['postgres:', 'postgresql:']),
+    databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 200),
+    redisUrl,
+    queueRedisUrl: env.QUEUE_REDIS_URL ? url('QUEUE_REDIS_URL', redisUrl, ['redis:', 'rediss:']) : redisUrl,
+    redisPrefix,
+    logLevel: str('LOG_LEVEL', nodeEnv === 'test' ? 'warn' : 'info'),
+    shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
+    maxInflight: int('MAX_INFLIGHT', 2048, 1, 1_000_000),
+    region,
+    cryptoThreads: int('CRYPTO_THREADS', Math.max(1, cpus - 1), 0, 64),
+    cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 4096, 1, 1_000_000),
+    keyEncryptionKey,
+    tokenSigningAlg: alg as Config['tokenSigningAlg'],
+    accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
+    refreshTokenTtlSeconds: int('REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 60, 365 * 86_400),
+    revocationShards: int('REVOCATION_SHARDS', 16, 1, 16_384),
+    smtpUrl: url('SMTP_URL', 'smtp://127.0.0.1:2525', ['smtp:', 'smtps:']),
+    mailFrom: str('MAIL_FROM', 'svc <no-reply@svc.local>'),
+    webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', nodeEnv !== 'production'),
+    webhookConcurrency: int('WEBHOOK_CONCURRENCY', 16, 1, 1000),
+    emailConcurrency: int('EMAIL_CONCURRENCY', 8, 1, 1000),
+    queueWorkers: bool('QUEUE_WORKERS', true),
+  };
+  const validLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+  if (!validLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${validLevels.join(', ')}`);
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze(config);
+}

@@ -1,0 +1,12 @@
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import type { Sql } from './store/sql.js';
+
+/** What every module of an HTTP process is handed: created once at start, closed once at shutdown. */
+export interface Deps {
+  config: Config;
+  log: Logger;
+  sql: Sql;
+  redis: Redis;
+}

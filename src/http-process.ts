@@ -1,0 +1,41 @@
+import { buildRouter } from './app.js';
+import type { Config } from './config.js';
+import type { Deps } from './deps.js';
+import { HttpServer } from './http/server.js';
+import { createLogger, type Logger } from './log.js';
+import { createRedis, redisReady } from './store/redis.js';
+import { createSql } from './store/sql.js';
+
+export interface RunningHttp {
+  port: number;
+  deps: Deps;
+  server: HttpServer;
+  /** Drains in-flight requests, then closes every resource. Resolves true when nothing was cut off. */
+  close(): Promise<boolean>;
+}
+
+/** Starts one HTTP process's server with its own storage clients. Used by cluster workers and tests. */
+export async function startHttp(config: Config, log: Logger = createLogger(config.logLevel, { role: 'http' })): Promise<RunningHttp> {
+  const sql = createSql(config);
+  const redis = createRedis(config);
+  redis.on('error', (err) => log.debug({ err: err.message }, 'redis error'));
+  // Give Redis a moment to connect so the process is ready when it starts listening; an outage is
+  // not fatal (requests that need Redis fail closed and /readyz reports it).
+  await redisReady(redis, 3000).catch(() => log.warn('redis not reachable at start; continuing'));
+  const deps: Deps = { config, log, sql, redis };
+  const router = buildRouter(deps);
+  const server = new HttpServer(router, {
+    host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,
+    maxInflight: config.maxInflight, debugErrors: config.env === 'development', log,
+  });
+  const port = await server.listen();
+  let closing: Promise<boolean> | undefined;
+  return {
+    port, deps, server,
+    close: () => (closing ??= (async () => {
+      const drained = await server.drain(config.shutdownTimeoutMs);
+      await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit().catch(() => redis.disconnect())]);
+      return drained;
+    })()),
+  };
+}

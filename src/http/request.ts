@@ -1,0 +1,111 @@
+import type { HttpResponse } from 'uWebSockets.js';
+import { InvalidJson, InvalidRequest } from '../errors.js';
+
+const textDecoder = new TextDecoder();
+
+/** One request, with everything copied out of uWS up front (its request object dies after the first await). */
+export class HttpRequest {
+  params: Record<string, string> = {};
+  body: Buffer = EMPTY;
+  aborted = false;
+  /** Validated body, set by the router when the route names a schema. */
+  data: any = undefined;
+  /** Validated query, set by the router when the route names a query schema. */
+  queryData: any = undefined;
+  /** Per-request values that middleware-like steps hand to handlers (e.g. the authenticated principal). */
+  locals: Record<string, unknown> = {};
+  private _cookies: Record<string, string> | undefined;
+  private _ip: string | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly query: string,
+    readonly headers: Record<string, string>,
+    readonly requestId: string,
+    private readonly res: HttpResponse,
+  ) {}
+
+  header(name: string): string | undefined { return this.headers[name]; }
+
+  /** Client address as text; read lazily because most requests never need it. */
+  get ip(): string {
+    if (this._ip === undefined) {
+      try { this._ip = textDecoder.decode(this.res.getRemoteAddressAsText()); } catch { this._ip = ''; }
+    }
+    return this._ip;
+  }
+
+  cookies(): Record<string, string> {
+    return (this._cookies ??= parseCookies(this.headers.cookie));
+  }
+
+  /** Body as JSON; an empty body is an empty object. */
+  json(): unknown {
+    if (this.body.length === 0) return {};
+    try { return JSON.parse(this.body.toString('utf8')); } catch { throw new InvalidJson(); }
+  }
+
+  /** Body as application/x-www-form-urlencoded; repeated keys become arrays. */
+  form(): Record<string, string | string[]> {
+    return parseForm(this.body.toString('latin1'));
+  }
+
+  searchParams(): URLSearchParams { return new URLSearchParams(this.query); }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!header) return out;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    const name = part.slice(0, eq).trim();
+    let value = part.slice(eq + 1).trim();
+    if (value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    if (!(name in out)) {
+      try { out[name] = decodeURIComponent(value); } catch { out[name] = value; }
+    }
+  }
+  return out;
+}
+
+/** Parses a urlencoded string; a key given more than once becomes an array (e.g. RFC 8693 `resource`). */
+export function parseForm(text: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = Object.create(null);
+  if (!text) return out;
+  for (const pair of text.split('&')) {
+    if (!pair) continue;
+    const eq = pair.indexOf('=');
+    const k = decodeFormComponent(eq < 0 ? pair : pair.slice(0, eq));
+    const v = eq < 0 ? '' : decodeFormComponent(pair.slice(eq + 1));
+    const prev = out[k];
+    if (prev === undefined) out[k] = v;
+    else if (Array.isArray(prev)) prev.push(v);
+    else out[k] = [prev, v];
+  }
+  return out;
+}
+
+function decodeFormComponent(s: string): string {
+  const plus = s.includes('+') ? s.replace(/\+/g, ' ') : s;
+  if (!plus.includes('%')) return plus;
+  try {
+    // Form bodies are UTF-8 percent-encoded; decode bytes, not Latin-1 code points.
+    return decodeURIComponent(plus);
+  } catch {
+    throw new InvalidRequest('The form body is not validly percent-encoded.');
+  }
+}
+
+/** Serialises a Set-Cookie value with safe defaults. */
+export function serializeCookie(name: string, value: string, opts: { maxAge?: number; path?: string; httpOnly?: boolean; secure?: boolean; sameSite?: 'Lax' | 'Strict' | 'None' } = {}): string {
+  let s = `${name}=${encodeURIComponent(value)}; Path=${opts.path ?? '/'}`;
+  if (opts.maxAge !== undefined) s += `; Max-Age=${opts.maxAge}`;
+  if (opts.httpOnly !== false) s += '; HttpOnly';
+  if (opts.secure) s += '; Secure';
+  s += `; SameSite=${opts.sameSite ?? 'Lax'}`;
+  return s;
+}

@@ -1,0 +1,274 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import uws from 'uWebSockets.js';
+import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { AppError, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, ServiceUnavailable, toErrorReply, type Interface } from '../errors.js';
+import type { Logger } from '../log.js';
+import { httpDuration, httpRequests, inflightGauge, shedCounter } from '../metrics.js';
+import { HttpRequest } from './request.js';
+import type { Router } from './router.js';
+import type { Reply, Route } from './types.js';
+import { validate, validatorFor } from './validate.js';
+
+/** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
+export function assertNativeUws(): void {
+  if (typeof (uws as unknown as { getParts?: unknown }).getParts !== 'function') {
+    throw new Error('uWebSockets.js native module is not loaded (fallback implementation detected); refusing to start');
+  }
+}
+
+export interface ServerOptions {
+  host: string;
+  port: number;
+  bodyLimitBytes: number;
+  maxInflight: number;
+  /** X-Debug: true adds a debug object to error bodies only when this is set (NODE_ENV=development). */
+  debugErrors: boolean;
+  log: Logger;
+}
+
+const STATUS_LINES: string[] = [];
+for (const [code, text] of Object.entries(STATUS_CODES)) STATUS_LINES[Number(code)] = `${code} ${text}`;
+const REQUEST_ID_RE = /^[A-Za-z0-9._:@-]{1,128}$/;
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const SECRET_FIELDS = /^(client_secret|secret|password|token|subject_token|actor_token|refresh_token|code|code_verifier|client_assertion|key|private_key)$/;
+
+/** A uWS app serving the router, with body limits, in-flight budget, validation and one error mapping. */
+export class HttpServer {
+  private readonly app: TemplatedApp;
+  private listenSocket: us_listen_socket | null = null;
+  private inflight = 0;
+  private drainWaiters: Array<() => void> = [];
+  private closing = false;
+  boundPort = 0;
+
+  constructor(private readonly router: Router, private readonly opts: ServerOptions) {
+    assertNativeUws();
+    // Resolve every named schema now so a typo fails at start-up, not on the first request.
+    for (const r of router.routes) {
+      if (r.bodySchema) validatorFor(r.bodySchema);
+      if (r.querySchema) validatorFor(r.querySchema);
+    }
+    this.app = uws.App();
+    this.app.any('/*', (res, req) => this.onRequest(res, req));
+  }
+
+  listen(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(this.opts.host, this.opts.port, (sock) => {
+        if (!sock) { reject(new Error(`cannot listen on ${this.opts.host}:${this.opts.port}`)); return; }
+        this.listenSocket = sock;
+        this.boundPort = uws.us_socket_local_port(sock);
+        resolve(this.boundPort);
+      });
+    });
+  }
+
+  get inflightCount(): number { return this.inflight; }
+
+  /** Stops accepting connections, waits for in-flight requests (up to timeoutMs), then closes all sockets. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    this.closing = true;
+    if (this.listenSocket) { uws.us_listen_socket_close(this.listenSocket); this.listenSocket = null; }
+    let drained = this.inflight === 0;
+    if (!drained) {
+      drained = await new Promise<boolean>((resolve) => {
+        const t = setTimeout(() => resolve(false), timeoutMs);
+        this.drainWaiters.push(() => { clearTimeout(t); resolve(true); });
+      });
+    }
+    (this.app as unknown as { close(): void }).close();
+    return drained;
+  }
+
+  private onRequest(res: HttpResponse, uReq: UwsRequest): void {
+    const started = process.hrtime.bigint();
+    const method = uReq.getMethod().toUpperCase();
+    const path = uReq.getUrl();
+    const query = uReq.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    uReq.forEach((k, v) => { headers[k] = v; });
+    const incomingId = headers['x-request-id'];
+    const requestId = incomingId !== undefined && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
+    const req = new HttpRequest(method, path, query, headers, requestId, res);
+    // An abort while the body is still arriving means no handler will ever run to release the slot.
+    let readingBody = false;
+    res.onAborted(() => {
+      req.aborted = true;
+      if (readingBody) { readingBody = false; this.release(); }
+    });
+
+    const match = this.router.match(method, path);
+    if (match.kind !== 'route') {
+      const err = match.kind === 'method' ? new MethodNotAllowed(match.allow) : new NotFound('not_found', 'No such endpoint.');
+      this.sendError(res, req, err, path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'unmatched');
+      return;
+    }
+    const route = match.route;
+    req.params = match.params;
+    if (this.inflight >= this.opts.maxInflight || this.closing) {
+      shedCounter.inc();
+      this.sendError(res, req, new ServiceUnavailable('The server is at capacity; retry shortly.', 1), route.iface, route, started, route.path);
+      return;
+    }
+    this.inflight++;
+    inflightGauge.inc();
+
+    const wantsBody = route.body !== 'none' && BODY_METHODS.has(method);
+    if (!wantsBody) { void this.dispatch(res, req, route, started); return; }
+
+    const limit = route.bodyLimit ?? this.opts.bodyLimitBytes;
+    const declared = headers['content-length'];
+    if (declared !== undefined && Number(declared) > limit) {
+      this.finishError(res, req, new PayloadTooLarge(limit), route, started, true);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    readingBody = true;
+    res.onData((ab, isLast) => {
+      if (!readingBody) return;
+      size += ab.byteLength;
+      if (size > limit) {
+        readingBody = false;
+        this.finishError(res, req, new PayloadTooLarge(limit), route, started, true);
+        return;
+      }
+      // uWS reuses the chunk's memory after this callback returns: copy it.
+      chunks.push(Buffer.from(ab.slice(0)));
+      if (isLast) {
+        readingBody = false;
+        req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+        void this.dispatch(res, req, route, started);
+      }
+    });
+  }
+
+  private async dispatch(res: HttpResponse, req: HttpRequest, route: Route, started: bigint): Promise<void> {
+    let reply: Reply;
+    try {
+      prepare(req, route);
+      reply = await route.handler(req);
+    } catch (err) {
+      this.finishError(res, req, err, route, started, false);
+      return;
+    }
+    this.release();
+    if (req.aborted) return;
+    const status = reply.status ?? 200;
+    let body: string | Buffer | undefined;
+    let type = reply.type;
+    if (reply.body === undefined || reply.body === null) body = undefined;
+    else if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) body = reply.body;
+    else { body = JSON.stringify(reply.body); type ??= 'application/json'; }
+    res.cork(() => {
+      res.writeStatus(STATUS_LINES[status] ?? String(status));
+      res.writeHeader('X-Request-ID', req.requestId);
+      if (type) res.writeHeader('Content-Type', type);
+      if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
+      if (reply.cookies) for (const c of reply.cookies) res.writeHeader('Set-Cookie', c);
+      res.end(body);
+    });
+    observe(route.path, req.method, status, started);
+  }
+
+  private release(): void {
+    this.inflight--;
+    inflightGauge.dec();
+    if (this.inflight === 0 && this.drainWaiters.length) {
+      const w = this.drainWaiters; this.drainWaiters = [];
+      for (const fn of w) fn();
+    }
+  }
+
+  private finishError(res: HttpResponse, req: HttpRequest, err: unknown, route: Route, started: bigint, closeConnection: boolean): void {
+    this.release();
+    this.sendError(res, req, err, route.iface, route, started, route.path, closeConnection);
+  }
+
+  private sendError(res: HttpResponse, req: HttpRequest, err: unknown, iface: Interface, route: Route | undefined, started: bigint, label: string, closeConnection = false): void {
+    const out = toErrorReply(err, iface);
+    if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, route: label }, 'unhandled error');
+    else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, route: label, code: out.body.error, cause: (err as AppError).cause }, 'request failed');
+    if (this.opts.debugErrors && req.headers['x-debug'] === 'true') {
+      out.body.debug = {
+        stack_trace: err instanceof Error ? err.stack ?? '' : String(err),
+        request_body: redactedBody(req),
+        timestamp: new Date().toISOString(),
+      };
+    }
+    observe(label, req.method, out.status, started);
+    if (req.aborted) return;
+    const html = route?.html === true;
+    res.cork(() => {
+      res.writeStatus(STATUS_LINES[out.status] ?? String(out.status));
+      res.writeHeader('X-Request-ID', req.requestId);
+      res.writeHeader('Cache-Control', 'no-store');
+      if (out.headers) for (const k in out.headers) res.writeHeader(k, out.headers[k]!);
+      if (html) {
+        res.writeHeader('Content-Type', 'text/html; charset=utf-8');
+        res.writeHeader('Content-Security-Policy', "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'");
+        res.end(errorPage(out.status, String(out.body.error_description)), closeConnection);
+      } else {
+        res.writeHeader('Content-Type', 'application/json');
+        res.end(JSON.stringify(out.body), closeConnection);
+      }
+    });
+  }
+}
+
+/** Parses and validates body and query before the handler runs, per the route's declaration. */
+function prepare(req: HttpRequest, route: Route): void {
+  if (route.querySchema) {
+    const q: Record<string, string | string[]> = {};
+    for (const [k, v] of new URLSearchParams(req.query)) {
+      const prev = q[k];
+      q[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    }
+    validate(validatorFor(route.querySchema), q);
+    req.queryData = q;
+  }
+  if (route.body === 'json' && BODY_METHODS.has(req.method)) {
+    const ct = req.headers['content-type'] ?? '';
+    if (req.body.length > 0 && !ct.startsWith('application/json') && !ct.includes('+json')) {
+      throw new InvalidRequest('Content-Type must be application/json.');
+    }
+    const data = req.json();
+    if (route.bodySchema) validate(validatorFor(route.bodySchema), data);
+    req.data = data;
+  } else if (route.body === 'form' && BODY_METHODS.has(req.method)) {
+    const ct = req.headers['content-type'] ?? '';
+    if (!ct.startsWith('application/x-www-form-urlencoded')) {
+      throw new InvalidRequest('Content-Type must be application/x-www-form-urlencoded.');
+    }
+    const data = req.form();
+    if (route.bodySchema) validate(validatorFor(route.bodySchema), data);
+    req.data = data;
+  }
+}
+
+function observe(route: string, method: string, status: number, started: bigint): void {
+  httpRequests.inc({ route, method, status });
+  httpDuration.observe({ route, method }, Number(process.hrtime.bigint() - started) / 1e9);
+}
+
+function redactedBody(req: HttpRequest): unknown {
+  if (req.body.length === 0) return null;
+  try {
+    const ct = req.headers['content-type'] ?? '';
+    const obj = ct.startsWith('application/x-www-form-urlencoded') ? { ...req.form() } : JSON.parse(req.body.toString('utf8'));
+    if (obj && typeof obj === 'object') for (const k of Object.keys(obj)) if (SECRET_FIELDS.test(k)) obj[k] = '[redacted]';
+    return obj;
+  } catch {
+    return '[unparseable]';
+  }
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+function errorPage(status: number, description: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Error ${status}</title></head>` +
+    `<body><main><h1>Something went wrong</h1><p>${escapeHtml(description)}</p></main></body></html>`;
+}

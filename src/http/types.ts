@@ -1,0 +1,46 @@
+import type { Interface } from '../errors.js';
+import type { HttpRequest } from './request.js';
+
+/** What a handler returns; an object body is sent as JSON. */
+export interface Reply {
+  status?: number;
+  headers?: Record<string, string>;
+  /** Set-Cookie values, one per cookie. */
+  cookies?: string[];
+  body?: unknown;
+  /** Content-Type for string and Buffer bodies. */
+  type?: string;
+}
+
+export type Handler = (req: HttpRequest) => Reply | Promise<Reply>;
+
+export interface RouteDoc {
+  summary: string;
+  tags?: string[];
+  /** Permission an admin caller needs, documented in OpenAPI (x-permission). */
+  permission?: string;
+  /** Response schema ids by status code. */
+  responses?: Record<string, string | null>;
+  /** Extra error statuses this operation may answer. */
+  errors?: number[];
+  security?: 'basic' | 'bearer' | 'session' | 'apikey' | 'none';
+}
+
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Path with ':name' parameters. */
+  path: string;
+  /** Which error dialect the route speaks. */
+  iface: Interface;
+  /** How to read the body: JSON object, urlencoded form, or none at all. */
+  body?: 'json' | 'form' | 'none';
+  /** Validator ids from schemas/ for the parsed body and the query string. */
+  bodySchema?: string;
+  querySchema?: string;
+  /** Largest body accepted, defaults to the configured limit. */
+  bodyLimit?: number;
+  /** Pages are served as HTML: errors render as HTML too. */
+  html?: boolean;
+  handler: Handler;
+  doc?: RouteDoc;
+}

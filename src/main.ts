@@ -1,0 +1,41 @@
+import cluster from 'node:cluster';
+import 'prom-client'; // every cluster process answers the primary's metrics requests
+import { loadConfig, ConfigError, type Config } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { runSupervisor, type Role } from './supervisor/index.js';
+
+/** One entry: becomes the supervisor, an HTTP process or a queue worker according to SVC_ROLE. */
+export async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) { console.error(err.message); process.exit(2); }
+    throw err;
+  }
+  const role = (process.env.SVC_ROLE ?? (cluster.isPrimary ? 'supervisor' : 'http')) as Role | 'supervisor';
+  const log = createLogger(config.logLevel, { role });
+  if (role === 'supervisor') { runSupervisor(config, log); return; }
+  if (role === 'http') { await runHttpProcess(config, log); return; }
+  const { runQueueWorker } = await import('../workers/queue-process.js');
+  await runQueueWorker(role, config, log);
+}
+
+async function runHttpProcess(config: Config, log: Logger): Promise<void> {
+  const { startHttp } = await import('./http-process.js');
+  const running = await startHttp(config, log);
+  process.send?.({ type: 'svc:ready' });
+  log.debug({ port: running.port }, 'http process listening');
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    const drained = await running.close();
+    log.info({ drained }, 'http process stopped');
+    process.exit(0);
+  };
+  process.on('message', (m: { type?: string }) => { if (m?.type === 'svc:shutdown') void stop(); });
+  process.on('SIGTERM', () => void stop());
+  // Ctrl-C reaches the whole process group; the primary coordinates, so a worker just drains.
+  process.on('SIGINT', () => void stop());
+}

@@ -1,0 +1,26 @@
+import t from 'tap';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+t.test('configuration is validated once with every problem listed', async (t) => {
+  const err = t.throws(() => loadConfig({ PORT: 'abc', WORKERS: '0', TOKEN_SIGNING_ALG: 'HS256', REDIS_URL: 'http://x' })) as ConfigError;
+  t.type(err, ConfigError);
+  t.equal(err.problems.length, 4);
+  t.match(err.message, /PORT must be an integer/);
+  t.match(err.message, /TOKEN_SIGNING_ALG/);
+});
+
+t.test('production refuses the development key and a plain-http issuer', async (t) => {
+  const err = t.throws(() => loadConfig({ NODE_ENV: 'production' })) as ConfigError;
+  t.match(err.message, /KEY_ENCRYPTION_KEY/);
+  t.match(err.message, /ISSUER must be https/);
+  const ok = loadConfig({ NODE_ENV: 'production', ISSUER: 'https://id.example', KEY_ENCRYPTION_KEY: 'ab'.repeat(32) });
+  t.equal(ok.issuer, 'https://id.example');
+  t.ok(Object.isFrozen(ok));
+});
+
+t.test('defaults serve on 127.0.0.1:8080', async (t) => {
+  const c = loadConfig({});
+  t.equal(c.host, '127.0.0.1');
+  t.equal(c.port, 8080);
+  t.equal(c.issuer, 'http://127.0.0.1:8080');
+});

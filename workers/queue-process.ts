@@ -1,0 +1,25 @@
+import type { Config } from '../src/config.js';
+import type { Logger } from '../src/log.js';
+
+/**
+ * A queue worker process (webhook or email delivery), started and restarted by the supervisor.
+ * Each role's BullMQ consumer registers itself here as its issue lands.
+ */
+export async function runQueueWorker(role: string, config: Config, log: Logger): Promise<void> {
+  const closers: Array<() => Promise<void>> = [];
+  log.debug({ role, queueRedis: config.queueRedisUrl.replace(/\/\/[^@]*@/, '//***@') }, 'queue worker started');
+  process.send?.({ type: 'svc:ready' });
+  // Keep the process alive until told to stop.
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(keepAlive);
+    await Promise.allSettled(closers.map((c) => c()));
+    process.exit(0);
+  };
+  process.on('message', (m: { type?: string }) => { if (m?.type === 'svc:shutdown') void stop(); });
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+}
