@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = path.join(root, '.data');
 const mode = process.argv[2] ?? 'start';
-const extra = process.argv.slice(3);
+// --no-build: run against the current dist/ (used while several people edit the tree at once).
+const noBuild = process.argv.includes('--no-build');
+const extra = process.argv.slice(3).filter((a) => a !== '--no-build');
 const say = (msg) => console.error(`[svc] ${msg}`);
 
 function sh(cmd, args, opts = {}) {
@@ -30,6 +32,7 @@ function ensureInstalled() {
 }
 
 function build() {
+  if (noBuild) return;
   say('building');
   sh('npm', ['run', '--silent', 'build']);
 }
