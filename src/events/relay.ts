@@ -1,0 +1,124 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
+import type { Sql } from '../store/sql.js';
+import { deliveryJobId, queuePrefix, type DeliveryJob } from '../webhooks/queue.js';
+import { fanOut, markQueued, overdueDeliveries, resetQueued, unqueuedDeliveries, type Unqueued } from '../webhooks/repository.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
+
+export interface RelayOptions {
+  /** Fallback poll when no NOTIFY arrives (e.g. the LISTEN connection is re-established). */
+  pollMs?: number;
+  batch?: number;
+  /** How often to check that the queue's Redis still holds our data. */
+  sentinelEveryMs?: number;
+  /** How often, and after how long overdue, pending attempts are checked one by one against the queue. */
+  overdueEveryMs?: number;
+  overdueGraceMs?: number;
+}
+
+/**
+ * Moves events from the Postgres outbox into BullMQ, in two crash-safe steps:
+ * 1. fan-out: in one transaction, each undispatched outbox row becomes one pending delivery per matching
+ *    webhook and is marked dispatched (all or nothing, so never lost and never fanned out twice);
+ * 2. enqueue: each pending delivery whose current attempt is not marked queued is added to BullMQ with
+ *    jobId = "<delivery>.<attempt>" and then marked. Dying between add and mark only repeats the add,
+ *    which BullMQ ignores for an existing id (and the consumer ignores for a finished attempt).
+ * If the queue's Redis loses its data (sentinel key gone), every pending delivery is enqueued again.
+ */
+export class OutboxRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private unlisten: (() => Promise<void>) | undefined;
+  private lastSentinel = 0;
+  private lastOverdue = 0;
+  private readonly opts: Required<RelayOptions>;
+  private readonly sentinelKey: string;
+
+  constructor(private readonly sql: Sql, private readonly queue: Queue<DeliveryJob>, private readonly queueRedis: Redis, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}) {
+    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, ...opts };
+    this.sentinelKey = `${queuePrefix({ redisPrefix })}:webhooks:relay-sentinel`;
+  }
+
+  async start(): Promise<void> {
+    const l = await this.sql.listen(OUTBOX_CHANNEL, () => this.kick());
+    this.unlisten = () => l.unlisten();
+    this.timer = setInterval(() => this.kick(), this.opts.pollMs);
+    this.kick();
+  }
+
+  /** Runs a pass now, or right after the current one. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) { this.again = true; return; }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try { await this.pass(); } catch (err) { this.log.warn({ err: (err as Error).message }, 'relay pass failed; will retry'); }
+      } while (this.again && !this.stopped);
+    })().finally(() => { this.running = undefined; });
+  }
+
+  /** One full pass; exposed for tests. */
+  async pass(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastSentinel >= this.opts.sentinelEveryMs) {
+      await this.checkSentinel();
+      this.lastSentinel = now;
+    }
+    while ((await fanOut(this.sql, this.opts.batch, Date.now())) === this.opts.batch && !this.stopped);
+    for (;;) {
+      const items = await unqueuedDeliveries(this.sql, this.opts.batch);
+      if (!items.length) break;
+      await this.enqueue(items);
+      if (items.length < this.opts.batch || this.stopped) break;
+    }
+    if (now - this.lastOverdue >= this.opts.overdueEveryMs) {
+      await this.checkOverdue();
+      this.lastOverdue = now;
+    }
+  }
+
+  private async enqueue(items: Unqueued[]): Promise<void> {
+    const now = Date.now();
+    await this.queue.addBulk(items.map((i) => ({
+      name: 'deliver',
+      data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt },
+      opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
+    })));
+    await markQueued(this.sql, items, Date.now());
+  }
+
+  private async checkSentinel(): Promise<void> {
+    const client = this.queueRedis;
+    if (await client.exists(this.sentinelKey)) return;
+    // First start, or the queue's Redis lost its data: Postgres still holds every pending delivery.
+    const n = await resetQueued(this.sql);
+    if (n) this.log.warn({ deliveries: n }, 'queue sentinel missing: re-enqueueing every pending delivery');
+    await client.set(this.sentinelKey, String(Date.now()));
+  }
+
+  /** Partial loss (e.g. a failover dropping the last writes): re-add attempts overdue and absent from the queue. */
+  private async checkOverdue(): Promise<void> {
+    const items = await overdueDeliveries(this.sql, Date.now() - this.opts.overdueGraceMs, 200);
+    const lost: Unqueued[] = [];
+    for (const i of items) {
+      const job = await this.queue.getJob(deliveryJobId(i.id, i.attempt));
+      if (!job) lost.push(i);
+      else if (await job.isFailed()) await job.retry();
+    }
+    if (lost.length) {
+      this.log.warn({ deliveries: lost.length }, 're-enqueueing overdue deliveries missing from the queue');
+      await this.enqueue(lost);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+    await this.unlisten?.().catch(() => {});
+  }
+}

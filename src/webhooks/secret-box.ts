@@ -1,0 +1,30 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+// AES-256-GCM: iv (12) | tag (16) | ciphertext. The AAD binds a sealed secret to its tenant and
+// webhook, so a ciphertext copied to another row does not decrypt.
+const IV = 12;
+const TAG = 16;
+
+/** A new signing secret: "whsec_" and 32 random bytes in base64url. Shown once, in the create response. */
+export function generateSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+export function sealSecret(kek: Buffer, aad: string, secret: string): Buffer {
+  const iv = randomBytes(IV);
+  const c = createCipheriv('aes-256-gcm', kek, iv);
+  c.setAAD(Buffer.from(aad, 'utf8'));
+  const ct = Buffer.concat([c.update(secret, 'utf8'), c.final()]);
+  return Buffer.concat([iv, c.getAuthTag(), ct]);
+}
+
+export function openSecret(kek: Buffer, aad: string, sealed: Buffer): string {
+  const d = createDecipheriv('aes-256-gcm', kek, sealed.subarray(0, IV));
+  d.setAAD(Buffer.from(aad, 'utf8'));
+  d.setAuthTag(sealed.subarray(IV, IV + TAG));
+  return Buffer.concat([d.update(sealed.subarray(IV + TAG)), d.final()]).toString('utf8');
+}
+
+export function secretAad(tenantId: string, webhookId: string): string {
+  return `webhook-secret:${tenantId}:${webhookId}`;
+}

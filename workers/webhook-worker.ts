@@ -1,0 +1,97 @@
+import { pathToFileURL } from 'node:url';
+import { DelayedError, Worker, type Job } from 'bullmq';
+import { loadConfig, type Config } from '../src/config.js';
+import { OutboxRelay, type RelayOptions } from '../src/events/relay.js';
+import { createLogger, type Logger } from '../src/log.js';
+import { createSql, type Sql } from '../src/store/sql.js';
+import { deliveryHeaders } from '../src/webhooks/message.js';
+import { createDeliveryQueue, createWorkerConnection, deliveryJobId, queuePrefix, WEBHOOK_QUEUE, type DeliveryJob } from '../src/webhooks/queue.js';
+import { abandonDelivery, loadDelivery, markQueued, recordAttempt, webhookSecret } from '../src/webhooks/repository.js';
+import { backoffMs } from '../src/webhooks/retry.js';
+import { postWebhook } from '../src/webhooks/sender.js';
+
+export interface RunningWebhookWorker {
+  close(): Promise<void>;
+}
+
+/**
+ * The webhook worker process: the outbox relay plus a BullMQ consumer that performs delivery attempts
+ * (concurrency WEBHOOK_CONCURRENCY). Started by the supervisor for role `webhook-worker`.
+ */
+export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions } = {}): Promise<RunningWebhookWorker> {
+  const sql = createSql(config);
+  const { queue, connection: producer } = createDeliveryQueue(config);
+  queue.on('error', (err) => log.debug({ err: err.message }, 'queue producer error'));
+  const relay = new OutboxRelay(sql, queue, producer, config.redisPrefix, log, opts.relay);
+  const connection = createWorkerConnection(config);
+  const worker = new Worker<DeliveryJob>(WEBHOOK_QUEUE, (job, token) => deliver(job, token, { sql, config, log, queue }), {
+    connection, prefix: queuePrefix(config), concurrency: config.webhookConcurrency,
+    // A crashed worker's active jobs are noticed as stalled after lockDuration and run again.
+    lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 5,
+  });
+  worker.on('error', (err) => log.warn({ err: err.message }, 'webhook worker error'));
+  worker.on('failed', (job, err) => log.warn({ job: job?.id, err: err.message }, 'delivery job failed'));
+  await relay.start();
+  let closing: Promise<void> | undefined;
+  return {
+    close: () => (closing ??= (async () => {
+      await relay.close();
+      // Lets in-flight attempts finish (each bounded by its webhook timeout) before closing.
+      await worker.close();
+      await queue.close();
+      await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit(), producer.quit()]);
+    })()),
+  };
+}
+
+interface Ctx { sql: Sql; config: Config; log: Logger; queue: ReturnType<typeof createDeliveryQueue>['queue'] }
+
+/** One attempt of one delivery. Idempotent: a job for an attempt that is no longer current does nothing. */
+async function deliver(job: Job<DeliveryJob>, token: string | undefined, { sql, config, log, queue }: Ctx): Promise<string> {
+  const { tenantId, deliveryId, attempt } = job.data;
+  const loaded = await loadDelivery(sql, tenantId, deliveryId);
+  if (!loaded) return 'gone';
+  const { delivery: d, webhook: w } = loaded;
+  if (d.status !== 'pending' || d.attempt !== attempt) return 'stale';
+  if (w.status !== 'active') {
+    await abandonDelivery(sql, tenantId, deliveryId, attempt, 'webhook is inactive', Date.now());
+    return 'inactive';
+  }
+  // A job re-added without its delay (e.g. after queue data loss) waits for its due time.
+  if (Number(d.next_attempt_at) > Date.now() + 1000 && token) {
+    await job.moveToDelayed(Number(d.next_attempt_at), token);
+    throw new DelayedError();
+  }
+  const body = JSON.stringify({ event: d.request_body.event, timestamp: d.request_body.timestamp, data: d.request_body.data });
+  const headers = deliveryHeaders({ secret: webhookSecret(w, config.keyEncryptionKey), event: d.event, deliveryId, body, custom: w.headers });
+  const startedAt = Date.now();
+  const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, config.webhookAllowPrivate);
+  const completedAt = Date.now();
+  const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;
+  const recorded = await recordAttempt(sql, tenantId, deliveryId, attempt, {
+    ok: r.ok, responseStatus: r.status, responseTimeMs: r.durationMs, error: r.error, startedAt, completedAt, nextAttemptAt,
+  });
+  if (recorded && nextAttemptAt !== null) {
+    // Fast path; if this fails (or the process dies here) the relay finds the attempt unqueued and adds it.
+    const next = { tenant_id: tenantId, id: deliveryId, attempt: attempt + 1, next_attempt_at: nextAttemptAt };
+    try {
+      await queue.add('deliver', { tenantId, deliveryId, attempt: attempt + 1 }, { jobId: deliveryJobId(deliveryId, attempt + 1), delay: Math.max(0, nextAttemptAt - Date.now()) });
+      await markQueued(sql, [next], Date.now());
+    } catch (err) {
+      log.debug({ err: (err as Error).message }, 'could not enqueue retry; the relay will');
+    }
+  }
+  return r.ok ? 'success' : nextAttemptAt !== null ? 'retry' : 'failed';
+}
+
+// `node dist/workers/webhook-worker.js`: run just this consumer and relay (used by crash tests and for
+// running delivery apart from the supervisor). Configuration comes from the environment as usual.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel, { role: 'webhook-worker' });
+  const running = await startWebhookWorker(config, log);
+  process.send?.({ type: 'svc:ready' });
+  const stop = () => { void running.close().then(() => process.exit(0)); };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
