@@ -235,7 +235,7 @@ export async function fanOut(sql: Sql, batch: number, nowMs: number): Promise<nu
     for (const h of [...triggered.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, v]) => v)) {
       await tx`update webhooks set last_triggered_at = greatest(coalesce(last_triggered_at, 0), ${nowMs}) where tenant_id = ${h.tenant_id} and id = ${h.id}`;
     }
-    await tx`update event_outbox set dispatched_at = ${nowMs} where id = any(${events.map((e) => e.id)}::bigint[])`;
+    await tx`update event_outbox set dispatched_at = ${nowMs} where id = any(${events.map((e) => String(e.id))}::text[]::bigint[])`;
     return events.length;
   }) as Promise<number>;
 }
@@ -254,7 +254,7 @@ export async function markQueued(sql: Sql, items: Unqueued[], nowMs: number): Pr
   if (!items.length) return;
   await sql`
     update webhook_deliveries d set queued_at = ${nowMs}
-    from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => i.attempt)}::int[]) as u(tenant_id, id, attempt)
+    from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => String(i.attempt))}::text[]::int[]) as u(tenant_id, id, attempt)
     where d.tenant_id = u.tenant_id and d.id = u.id and d.attempt = u.attempt and d.status = 'pending'`;
 }
 

@@ -1,0 +1,59 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../../src/config.js';
+import { recordEvent, type DomainEvent } from '../../src/events/outbox.js';
+import { createSql, type Sql } from '../../src/store/sql.js';
+import { insertWebhook, newWebhookId, type WebhookInput, type WebhookRow } from '../../src/webhooks/repository.js';
+import { uniqueName } from '../helpers/env.js';
+
+export interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** A real receiver on loopback. `respond` decides each answer; requests are recorded in order. */
+export async function startReceiver(respond: (req: Received, n: number) => { status?: number; body?: string; hang?: boolean; headers?: Record<string, string> } | void = () => {}): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r: Received = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(r);
+      const a = respond(r, received.length) ?? {};
+      if (a.hang) return;
+      res.writeHead(a.status ?? 200, { 'content-type': 'text/plain', ...a.headers });
+      res.end(a.body ?? 'ok');
+    });
+  });
+  server.keepAliveTimeout = 500;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`, received,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+/** A tenant of its own for one test file. */
+export async function createTenant(sql: Sql, label = 'wh'): Promise<string> {
+  const id = uniqueName(label);
+  await sql`insert into tenants (id, name) values (${id}, ${id})`;
+  return id;
+}
+
+export function testSql(config: Config): Sql {
+  return createSql(config, { max: 4 });
+}
+
+export async function addWebhook(sql: Sql, config: Config, tenantId: string, input: Partial<WebhookInput> & { url: string }): Promise<WebhookRow> {
+  return insertWebhook(sql, tenantId, newWebhookId(), {
+    name: 'test hook', events: ['user.created'], secret: 'whsec_test_secret_0123456789', ...input,
+  }, config.keyEncryptionKey, Date.now());
+}
+
+/** Commits one event the way features do: inside their own transaction. */
+export async function emit(sql: Sql, e: DomainEvent): Promise<void> {
+  await sql.begin((tx) => recordEvent(tx, e));
+}
