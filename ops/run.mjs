@@ -160,7 +160,7 @@ async function test() {
   const files = extra.length ? extra : ['dist/test/**/*.test.js'];
   const tap = path.join(root, 'node_modules', '.bin', 'tap');
   const args = ['--disable-coverage', '--reporter=tap', '--timeout=120', '--jobs=2', ...files];
-  const logFile = path.join(dataDir, 'last-test-run.tap');
+  const logFile = path.join(dataDir, extra.length ? `test-run-${process.pid}.tap` : 'last-test-run.tap');
   fs.mkdirSync(dataDir, { recursive: true });
   const log = fs.createWriteStream(logFile);
   const child = spawn(tap, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });

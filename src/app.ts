@@ -3,6 +3,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
+import { discoveryRoutes } from './oauth/discovery.js';
+import { introspectRoutes } from './oauth/introspect.js';
+import { revokeRoutes } from './oauth/revoke.js';
+import { tokenRoutes } from './oauth/token.js';
 import { buildOpenApi } from './http/openapi.js';
 import { Router } from './http/router.js';
 import type { Route } from './http/types.js';
@@ -14,6 +18,10 @@ export function buildRouter(deps: Deps): Router {
   const router = new Router();
   const modules: Route[][] = [
     healthRoutes(deps),
+    discoveryRoutes(deps, () => router),
+    tokenRoutes(deps),
+    introspectRoutes(deps),
+    revokeRoutes(deps),
   ];
   for (const routes of modules) for (const r of routes) router.add(r);
   let doc: string | undefined;

@@ -1,16 +1,94 @@
 import type { Config } from './config.js';
+import { adminAudience, ADMIN_SCOPE } from './admin/context.js';
+import { createClient, type ClientInput } from './clients/create.js';
+import { GRANT } from './clients/model.js';
 import type { Sql } from './store/sql.js';
+import { AccessTokens } from './tokens/access-tokens.js';
+import { ensureKeys, KeyRing } from './tokens/keys.js';
+import { deriveKey, hashSecret, randomToken } from './tokens/secrets.js';
+import { ShardingCache } from './tokens/sharding.js';
+import { Signer } from './tokens/signer.js';
 
 export const DEFAULT_TENANT_ID = 'default';
+export const DEMO_RESOURCE_AUDIENCE = 'https://api.svc.local';
 
 export interface BootstrapResult {
   issuer: string;
   tenant_id: string;
-  [k: string]: unknown;
+  admin_access_token: string;
+  admin_client: { client_id: string; client_secret: string };
+  clients: {
+    web: { client_id: string; client_secret: string; redirect_uris: string[] };
+    exchanger: { client_id: string; client_secret: string; audience: string };
+    resource_server: { client_id: string; client_secret: string; audience: string };
+  };
+  mint_more: string;
 }
 
-/** Idempotently creates the default tenant (and, as features land, its admin and demo clients). */
-export async function bootstrap(config: Config, sql: Sql): Promise<BootstrapResult> {
-  await sql`insert into tenants (id, name) values (${DEFAULT_TENANT_ID}, 'Default tenant') on conflict (id) do nothing`;
-  return { issuer: config.issuer, tenant_id: DEFAULT_TENANT_ID };
+/**
+ * Idempotently creates a tenant (the default one unless named), its platform administrator client and
+ * three demo clients. Secrets are only ever stored hashed, so each run issues fresh secrets for these
+ * bootstrap clients and prints them, together with a platform admin access token.
+ */
+export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TENANT_ID, opts: { platform?: boolean; onClientChanged?: (clientId: string) => Promise<void> } = {}): Promise<BootstrapResult> {
+  const secretKey = deriveKey(config.keyEncryptionKey, 'client-secrets');
+  await sql`insert into tenants (id, name) values (${tenantId}, ${tenantId === DEFAULT_TENANT_ID ? 'Default tenant' : tenantId}) on conflict (id) do nothing`;
+  await ensureKeys(sql, config.keyEncryptionKey, config.tokenSigningAlg);
+
+  const ensure = async (clientId: string, input: Omit<ClientInput, 'tenantId' | 'clientId'>): Promise<string> => {
+    const secret = randomToken(32);
+    const updated = await sql`update clients set secret_hash = ${hashSecret(secretKey, secret)}, updated_at = now_ms()
+                              where client_id = ${clientId} and tenant_id = ${tenantId}`;
+    if (updated.count === 1) {
+      await opts.onClientChanged?.(clientId);
+      return secret;
+    }
+    const { clientSecret } = await createClient(sql, secretKey, { ...input, tenantId, clientId });
+    return clientSecret!;
+  };
+  const ids = { admin: `${tenantId}-admin`, web: `${tenantId}-web`, exchanger: `${tenantId}-exchanger`, rs: `${tenantId}-resource-server` };
+  const redirect = `${config.issuer}/demo/callback`;
+  const platform = opts.platform ?? tenantId === DEFAULT_TENANT_ID;
+  const adminSecret = await ensure(ids.admin, {
+    name: 'Platform administrator', grantTypes: [GRANT.clientCredentials], scopes: [ADMIN_SCOPE], allowedAudiences: [adminAudience(config.issuer)],
+    permissions: ['admin:*'], tenantScopes: [platform ? { scope_mode: 'all', tenant_id: null } : { scope_mode: 'allow', tenant_id: tenantId }], accessTokenTtl: 3600,
+  });
+  const webSecret = await ensure(ids.web, {
+    name: 'Demo web application', grantTypes: [GRANT.authorizationCode, GRANT.refreshToken], scopes: ['openid', 'email', 'offline_access', 'read'],
+    redirectUris: [redirect], postLogoutRedirectUris: [`${config.issuer}/demo/logged-out`], allowedAudiences: [DEMO_RESOURCE_AUDIENCE], firstParty: true,
+  });
+  const exSecret = await ensure(ids.exchanger, {
+    name: 'Demo token exchanger', grantTypes: [GRANT.clientCredentials, GRANT.tokenExchange], scopes: ['read', 'write'], allowedAudiences: [DEMO_RESOURCE_AUDIENCE],
+  });
+  const rsSecret = await ensure(ids.rs, {
+    name: 'Demo resource server', grantTypes: [], audience: DEMO_RESOURCE_AUDIENCE, canIntrospect: true, strictValidation: true,
+  });
+
+  const at = await mintAdminToken(config, sql, tenantId, platform);
+  return {
+    issuer: config.issuer,
+    tenant_id: tenantId,
+    admin_access_token: at,
+    admin_client: { client_id: ids.admin, client_secret: adminSecret },
+    clients: {
+      web: { client_id: ids.web, client_secret: webSecret, redirect_uris: [redirect] },
+      exchanger: { client_id: ids.exchanger, client_secret: exSecret, audience: DEMO_RESOURCE_AUDIENCE },
+      resource_server: { client_id: ids.rs, client_secret: rsSecret, audience: DEMO_RESOURCE_AUDIENCE },
+    },
+    mint_more: `curl -s -u ${ids.admin}:<admin_client.client_secret> -d grant_type=client_credentials -d scope=${ADMIN_SCOPE} ${config.issuer}/token   (or: svc admin token)`,
+  };
+}
+
+/** Mints an access token for a tenant's administrator client, as client_credentials would. */
+export async function mintAdminToken(config: Config, sql: Sql, tenantId = DEFAULT_TENANT_ID, platform = tenantId === DEFAULT_TENANT_ID, ttlSeconds = 3600): Promise<string> {
+  const ring = new KeyRing(sql, config.keyEncryptionKey, config.tokenSigningAlg);
+  await ring.load();
+  const sharding = new ShardingCache(sql);
+  await sharding.load();
+  const clientId = `${tenantId}-admin`;
+  const t = await new AccessTokens(config, ring, new Signer(ring, 0, 1), sharding).issue({
+    tenant: tenantId, sub: clientId, clientId, aud: adminAudience(config.issuer), scope: ADMIN_SCOPE, ttlSeconds,
+    extra: { permissions: ['admin:*'], tenant_scopes: [platform ? { scope_mode: 'all', tenant_id: null } : { scope_mode: 'allow', tenant_id: tenantId }] },
+  });
+  return t.token;
 }

@@ -5,7 +5,14 @@ import { createSql } from './store/sql.js';
 const USAGE = `usage: svc <command>
   start              run the service (supervisor, HTTP processes, queue workers)
   migrate            apply pending database migrations
-  bootstrap [--json] create the default tenant and platform administrator (idempotent)`;
+  bootstrap [--json] create the default tenant, platform administrator and demo clients (idempotent;
+                     prints fresh secrets for the bootstrap clients each run)
+  admin token [--tenant ID] [--ttl SECONDS]
+                     mint a platform administrator access token
+  keys rotate        publish a new signing key, retire the active one (kept until its tokens expire)
+  clients create --tenant ID --name NAME --grant-types a,b [--scopes a,b] [--audiences a,b]
+                 [--access-token-ttl S] [--introspect] [--audience AUD] [--strict] [--json]
+                     register a client; prints its id and secret once`;
 
 async function run(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -38,6 +45,43 @@ async function run(argv: string[]): Promise<number> {
       return 0;
     } finally { await sql.end({ timeout: 5 }); }
   }
+  if (cmd === 'admin' && rest[0] === 'token') {
+    const sql = createSql(config, { max: 2 });
+    try {
+      const { mintAdminToken } = await import('./bootstrap.js');
+      const tenant = flag(rest, '--tenant') ?? 'default';
+      console.log(await mintAdminToken(config, sql, tenant, tenant === 'default', Number(flag(rest, '--ttl') ?? 3600)));
+      return 0;
+    } finally { await sql.end({ timeout: 5 }); }
+  }
+  if (cmd === 'keys' && rest[0] === 'rotate') {
+    const sql = createSql(config, { max: 2 });
+    try {
+      const { rotateKeys } = await import('./tokens/keys.js');
+      const r = await rotateKeys(sql, config.keyEncryptionKey, config.tokenSigningAlg, 86_400);
+      await notifyKeys(config);
+      console.log(JSON.stringify(r));
+      return 0;
+    } finally { await sql.end({ timeout: 5 }); }
+  }
+  if (cmd === 'clients' && rest[0] === 'create') {
+    const sql = createSql(config, { max: 2 });
+    try {
+      const { createClient } = await import('./clients/create.js');
+      const { deriveKey } = await import('./tokens/secrets.js');
+      const list = (f: string) => (flag(rest, f) ?? '').split(',').filter(Boolean);
+      const tenantId = flag(rest, '--tenant') ?? 'default';
+      const ttl = flag(rest, '--access-token-ttl');
+      const { client, clientSecret } = await createClient(sql, deriveKey(config.keyEncryptionKey, 'client-secrets'), {
+        tenantId, name: flag(rest, '--name') ?? 'client', grantTypes: list('--grant-types'), scopes: list('--scopes'),
+        allowedAudiences: list('--audiences'), accessTokenTtl: ttl ? Number(ttl) : null, canIntrospect: rest.includes('--introspect'),
+        audience: flag(rest, '--audience') ?? null, strictValidation: rest.includes('--strict'), redirectUris: list('--redirect-uris'),
+      });
+      const out = { client_id: client.clientId, client_secret: clientSecret, tenant_id: tenantId };
+      console.log(rest.includes('--json') ? JSON.stringify(out) : `client_id=${out.client_id}\nclient_secret=${out.client_secret}`);
+      return 0;
+    } finally { await sql.end({ timeout: 5 }); }
+  }
   console.error(USAGE);
   return cmd === undefined || cmd === 'help' || cmd === '--help' ? 0 : 2;
 }
@@ -49,3 +93,16 @@ run(process.env.SVC_ROLE ? ['start'] : process.argv.slice(2)).then((code) => {
   console.error(err instanceof Error ? err.message : err);
   process.exit(1);
 });
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+/** Tells running HTTP processes to reload their key ring (they also reload every minute). */
+async function notifyKeys(config: import('./config.js').Config): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const { KEYS_CHANNEL } = await import('./tokens/services.js');
+  const r = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try { await r.connect(); await r.publish(config.redisPrefix + KEYS_CHANNEL, 'rotated'); } catch { /* processes reload on their timer */ } finally { r.disconnect(); }
+}

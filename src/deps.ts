@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import type { Sql } from './store/sql.js';
+import type { TokenServices } from './tokens/services.js';
 
 /** What every module of an HTTP process is handed: created once at start, closed once at shutdown. */
 export interface Deps {
@@ -9,4 +10,5 @@ export interface Deps {
   log: Logger;
   sql: Sql;
   redis: Redis;
+  tokens: TokenServices;
 }

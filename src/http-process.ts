@@ -5,6 +5,7 @@ import { HttpServer } from './http/server.js';
 import { createLogger, type Logger } from './log.js';
 import { createRedis, redisReady } from './store/redis.js';
 import { createSql } from './store/sql.js';
+import { createTokenServices } from './tokens/services.js';
 
 export interface RunningHttp {
   port: number;
@@ -22,7 +23,8 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
   // Give Redis a moment to connect so the process is ready when it starts listening; an outage is
   // not fatal (requests that need Redis fail closed and /readyz reports it).
   await redisReady(redis, 3000).catch(() => log.warn('redis not reachable at start; continuing'));
-  const deps: Deps = { config, log, sql, redis };
+  const tokens = await createTokenServices(config, sql, redis, log);
+  const deps: Deps = { config, log, sql, redis, tokens };
   const router = buildRouter(deps);
   const server = new HttpServer(router, {
     host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,
@@ -34,6 +36,7 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     port, deps, server,
     close: () => (closing ??= (async () => {
       const drained = await server.drain(config.shutdownTimeoutMs);
+      await tokens.close();
       await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit().catch(() => redis.disconnect())]);
       return drained;
     })()),

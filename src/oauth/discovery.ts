@@ -1,0 +1,57 @@
+import type { Deps } from '../deps.js';
+import type { Route } from '../http/types.js';
+import type { Router } from '../http/router.js';
+import { grants } from './grants/index.js';
+
+const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
+const ASSERTION_ALGS = ['ES256', 'PS256', 'RS256'];
+
+/**
+ * Discovery (RFC 8414, OpenID Connect Discovery) and the JWKS. The metadata is derived from the routes
+ * actually mounted and the grant table, so it names every endpoint and grant the server supports and no other.
+ */
+export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
+  const { issuer } = deps.config;
+  let metadata: string | undefined;
+  const build = () => {
+    const has = (path: string) => router().routes.some((r) => r.path === path);
+    const m: Record<string, unknown> = { issuer };
+    if (has('/authorize')) m.authorization_endpoint = `${issuer}/authorize`;
+    m.token_endpoint = `${issuer}/token`;
+    m.jwks_uri = `${issuer}/.well-known/jwks.json`;
+    if (has('/userinfo')) m.userinfo_endpoint = `${issuer}/userinfo`;
+    m.introspection_endpoint = `${issuer}/introspect`;
+    m.revocation_endpoint = `${issuer}/revoke`;
+    if (has('/logout')) m.end_session_endpoint = `${issuer}/logout`;
+    m.grant_types_supported = [...grants.keys()];
+    if (has('/authorize')) {
+      m.response_types_supported = ['code'];
+      m.response_modes_supported = ['query'];
+      m.code_challenge_methods_supported = ['S256'];
+      m.subject_types_supported = ['public'];
+      m.id_token_signing_alg_values_supported = [deps.config.tokenSigningAlg];
+      m.scopes_supported = ['openid', 'email', 'offline_access'];
+      m.claims_supported = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified'];
+      m.prompt_values_supported = ['none', 'login'];
+    }
+    m.token_endpoint_auth_methods_supported = AUTH_METHODS;
+    m.token_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
+    m.introspection_endpoint_auth_methods_supported = AUTH_METHODS;
+    m.introspection_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
+    m.revocation_endpoint_auth_methods_supported = AUTH_METHODS;
+    m.revocation_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
+    m.access_token_signing_alg_values_supported = [deps.config.tokenSigningAlg];
+    m.authorization_response_iss_parameter_supported = has('/authorize');
+    return JSON.stringify(m);
+  };
+  const meta = () => ({ type: 'application/json', headers: { 'Cache-Control': 'public, max-age=300' }, body: (metadata ??= build()) });
+  return [
+    { method: 'GET', path: '/.well-known/openid-configuration', iface: 'public', doc: { summary: 'OpenID Connect discovery', tags: ['discovery'], security: 'none' }, handler: meta },
+    { method: 'GET', path: '/.well-known/oauth-authorization-server', iface: 'public', doc: { summary: 'OAuth 2.0 authorization server metadata (RFC 8414)', tags: ['discovery'], security: 'none' }, handler: meta },
+    {
+      method: 'GET', path: '/.well-known/jwks.json', iface: 'public',
+      doc: { summary: 'Public signing keys, including the next key and retired keys still verifying live tokens', tags: ['discovery'], security: 'none' },
+      handler: () => ({ type: 'application/json', headers: { 'Cache-Control': 'public, max-age=300' }, body: deps.tokens.keys.jwks() }),
+    },
+  ];
+}

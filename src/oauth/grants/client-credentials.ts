@@ -1,0 +1,19 @@
+import { GRANT } from '../../clients/model.js';
+import { one } from '../params.js';
+import { audClaim, narrowScope, resolveTargets, ttlFor, type Grant } from './grant.js';
+
+/** RFC 6749 4.4. Machine principals' tokens also carry their permissions and tenant scopes. */
+export const clientCredentials: Grant = {
+  type: GRANT.clientCredentials,
+  async handle(deps, client, form) {
+    const scope = narrowScope(one(form, 'scope'), client.scopes);
+    const { aud, resource } = resolveTargets(client, form, deps.config.issuer);
+    const extra: Record<string, unknown> = {};
+    if (resource.length) extra.resource = resource.length === 1 ? resource[0] : resource;
+    if (client.permissions.length) extra.permissions = client.permissions;
+    if (client.tenantScopes.length) extra.tenant_scopes = client.tenantScopes;
+    const ttl = ttlFor(deps, client);
+    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: client.clientId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra });
+    return { access_token: t.token, token_type: 'Bearer', expires_in: ttl, scope };
+  },
+};

@@ -1,0 +1,49 @@
+import type { Client } from '../../clients/model.js';
+import type { Deps } from '../../deps.js';
+import type { HttpRequest } from '../../http/request.js';
+import { OAuthError } from '../../errors.js';
+import type { Form } from '../params.js';
+import { many, scopeList } from '../params.js';
+
+/** Every grant module exports one of these; /token looks the grant up by grant_type and runs it. */
+export interface Grant {
+  type: string;
+  handle(deps: Deps, client: Client, form: Form, req: HttpRequest): Promise<Record<string, unknown>>;
+}
+
+/**
+ * The audiences a client asks for (RFC 8693 audience and resource), each of which it must be allowed.
+ * Without any, a client with exactly one allowed audience gets that one, otherwise the fallback.
+ */
+export function resolveTargets(client: Client, form: Form, fallback: string | null): { aud: string[]; resource: string[] } {
+  const audience = many(form, 'audience');
+  const resource = many(form, 'resource');
+  for (const r of resource) {
+    if (!/^[a-z][a-z0-9+.-]*:/i.test(r) || r.includes('#')) throw new OAuthError('invalid_target', 'A resource must be an absolute URI without a fragment.');
+  }
+  const wanted = [...new Set([...audience, ...resource])];
+  for (const a of wanted) {
+    if (!client.allowedAudiences.includes(a)) throw new OAuthError('invalid_target', `The client may not obtain tokens for ${JSON.stringify(a)}.`);
+  }
+  if (wanted.length) return { aud: wanted, resource };
+  if (client.allowedAudiences.length === 1) return { aud: [client.allowedAudiences[0]!], resource };
+  if (fallback) return { aud: [fallback], resource };
+  throw new OAuthError('invalid_target', 'Name the audience or resource the token is for.');
+}
+
+/** Requested scopes narrowed to what every source allows; an explicit request that yields nothing is invalid_scope. */
+export function narrowScope(requested: string | undefined, ...allowed: string[][]): string {
+  const want = requested !== undefined ? scopeList(requested) : allowed[0] ?? [];
+  let out = want;
+  for (const set of allowed) out = out.filter((s) => set.includes(s));
+  if (requested !== undefined && want.length > 0 && out.length === 0) throw new OAuthError('invalid_scope', 'None of the requested scopes can be granted.');
+  return out.join(' ');
+}
+
+export function ttlFor(deps: Deps, client: Client): number {
+  return client.accessTokenTtl ?? deps.config.accessTokenTtlSeconds;
+}
+
+export function audClaim(aud: string[]): string | string[] {
+  return aud.length === 1 ? aud[0]! : aud;
+}

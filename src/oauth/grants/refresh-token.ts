@@ -1,0 +1,44 @@
+import { GRANT } from '../../clients/model.js';
+import type { Deps } from '../../deps.js';
+import { OAuthError } from '../../errors.js';
+import { consumeRefreshToken, storeRefreshToken } from '../../tokens/refresh-tokens.js';
+import { one, required } from '../params.js';
+import { narrowScope, ttlFor, type Grant } from './grant.js';
+
+/** Revokes the access tokens issued from a replayed refresh token family, until they would expire. */
+async function revokeAccessJtis(deps: Deps, tenant: string, jtis: string[]): Promise<void> {
+  // Access token lifetimes are capped at one day (config and client limits), so this outlives any of them.
+  const until = Math.floor(Date.now() / 1000) + 86_400;
+  await Promise.all(jtis.map((j) => deps.tokens.revocations.revoke(tenant, j, until)));
+}
+
+/** RFC 6749 6 with rotation on every use and reuse detection (RFC 9700 4.14.2). */
+export const refreshToken: Grant = {
+  type: GRANT.refreshToken,
+  async handle(deps, client, form) {
+    const presented = required(form, 'refresh_token');
+    const outcome = await consumeRefreshToken(deps.sql, presented, client.clientId);
+    if (outcome.kind === 'reused') {
+      await revokeAccessJtis(deps, client.tenantId, outcome.accessJtis);
+      deps.log.warn({ client_id: client.clientId, family: outcome.record.family_id.slice(0, 8) }, 'refresh token reuse: family revoked');
+      throw new OAuthError('invalid_grant', 'The refresh token is invalid.');
+    }
+    if (outcome.kind !== 'rotated') throw new OAuthError('invalid_grant', 'The refresh token is invalid.');
+    const rec = outcome.record;
+    if (rec.tenant_id !== client.tenantId) throw new OAuthError('invalid_grant', 'The refresh token is invalid.');
+    // A refresh may narrow the scope, never widen it (RFC 6749 6).
+    const scope = narrowScope(one(form, 'scope'), rec.scope.split(' ').filter(Boolean), client.scopes);
+    const ttl = ttlFor(deps, client);
+    const claims = rec.claims as { aud?: string | string[] };
+    const at = await deps.tokens.accessTokens.issue({
+      tenant: rec.tenant_id, sub: rec.sub, clientId: client.clientId, aud: claims.aud ?? deps.config.issuer, scope, ttlSeconds: ttl,
+      extra: rec.auth_time ? { auth_time: Math.floor(Number(rec.auth_time) / 1000) } : undefined,
+    });
+    const next = await storeRefreshToken(deps.sql, {
+      tenantId: rec.tenant_id, clientId: client.clientId, sub: rec.sub, scope, familyId: rec.family_id, accessJti: at.jti,
+      authTime: rec.auth_time === null ? null : Number(rec.auth_time), claims: rec.claims,
+      ttlSeconds: Math.max(1, Math.floor((Number(rec.expires_at) - Date.now()) / 1000)), generation: deps.tokens.sharding.current(client.clientId),
+    });
+    return { access_token: at.token, token_type: 'Bearer', expires_in: ttl, scope, refresh_token: next };
+  },
+};

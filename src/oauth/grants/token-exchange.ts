@@ -1,0 +1,71 @@
+import { GRANT } from '../../clients/model.js';
+import type { Deps } from '../../deps.js';
+import { OAuthError } from '../../errors.js';
+import { JwtError, type JwtPayload } from '../../tokens/jwt.js';
+import { one, required } from '../params.js';
+import { audClaim, narrowScope, resolveTargets, ttlFor, type Grant } from './grant.js';
+
+export const TOKEN_TYPE = {
+  accessToken: 'urn:ietf:params:oauth:token-type:access_token',
+  jwt: 'urn:ietf:params:oauth:token-type:jwt',
+  refreshToken: 'urn:ietf:params:oauth:token-type:refresh_token',
+  elevationGrant: 'urn:svc:params:oauth:token-type:elevation-grant',
+} as const;
+
+const SUBJECT_TYPES = new Set<string>([TOKEN_TYPE.accessToken, TOKEN_TYPE.jwt]);
+
+/**
+ * Verifies a token presented to the exchange: signature with our keys, expiry, tenant, and revocation
+ * (which fails closed with 503 when Redis cannot answer). Failures are invalid_grant (400), per the spec.
+ */
+export async function verifyPresentedToken(deps: Deps, token: string, tenant: string, what: 'subject' | 'actor'): Promise<JwtPayload> {
+  let payload: JwtPayload;
+  try {
+    payload = deps.tokens.accessTokens.verify(token);
+  } catch (err) {
+    if (err instanceof JwtError) {
+      const why = err.reason === 'expired' ? 'has expired' : err.reason === 'signature' || err.reason === 'unknown_key' || err.reason === 'algorithm' ? 'has an invalid signature' : 'is not a valid access token';
+      throw new OAuthError('invalid_grant', `The ${what} token ${why}.`);
+    }
+    throw err;
+  }
+  if (payload.tenant !== tenant) throw new OAuthError('invalid_grant', `The ${what} token belongs to another tenant.`);
+  if (await deps.tokens.revocations.isRevoked({ jti: String(payload.jti), tenant, sub: payload.sub, client_id: payload.client_id, iat: payload.iat })) {
+    throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
+  }
+  return payload;
+}
+
+/** RFC 8693 token exchange: validate subject (and actor), intersect scope, issue for the requested audience. */
+export const tokenExchange: Grant = {
+  type: GRANT.tokenExchange,
+  async handle(deps, client, form) {
+    const subjectToken = required(form, 'subject_token');
+    const subjectType = required(form, 'subject_token_type');
+    if (!SUBJECT_TYPES.has(subjectType)) throw new OAuthError('invalid_request', 'Unsupported subject_token_type.');
+    const requestedType = one(form, 'requested_token_type') ?? TOKEN_TYPE.accessToken;
+    if (requestedType !== TOKEN_TYPE.accessToken && requestedType !== TOKEN_TYPE.jwt) throw new OAuthError('invalid_request', 'Unsupported requested_token_type.');
+    const actorToken = one(form, 'actor_token');
+    const actorType = one(form, 'actor_token_type');
+    if (actorToken !== undefined && (actorType === undefined || !SUBJECT_TYPES.has(actorType))) throw new OAuthError('invalid_request', 'actor_token_type is required with actor_token and must be an access token type.');
+    if (actorToken === undefined && actorType !== undefined) throw new OAuthError('invalid_request', 'actor_token_type without actor_token.');
+    const { aud, resource } = resolveTargets(client, form, null);
+
+    const [subject, actor] = await Promise.all([
+      verifyPresentedToken(deps, subjectToken, client.tenantId, 'subject'),
+      actorToken === undefined ? undefined : verifyPresentedToken(deps, actorToken, client.tenantId, 'actor'),
+    ]);
+    const scope = narrowScope(one(form, 'scope'), String(subject.scope ?? '').split(' ').filter(Boolean), client.scopes);
+
+    const extra: Record<string, unknown> = {};
+    // RFC 8693 4.1: the current actor on top, prior actors nested beneath it.
+    if (actor) extra.act = { sub: actor.sub, ...(actor.client_id ? { client_id: actor.client_id } : {}), ...(subject.act ? { act: subject.act } : {}) };
+    else if (subject.act) extra.act = subject.act;
+    if (resource.length) extra.resource = resource.length === 1 ? resource[0] : resource;
+    const now = Math.floor(Date.now() / 1000);
+    // The issued token never outlives the token it was exchanged for.
+    const ttl = Math.max(1, Math.min(ttlFor(deps, client), Number(subject.exp) - now));
+    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: String(subject.sub), clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra });
+    return { access_token: t.token, issued_token_type: requestedType, token_type: 'Bearer', expires_in: ttl, scope };
+  },
+};

@@ -1,0 +1,44 @@
+import { authenticateClient } from '../clients/authenticate.js';
+import type { Deps } from '../deps.js';
+import { OAuthError } from '../errors.js';
+import type { Route } from '../http/types.js';
+import { JwtError, type JwtPayload } from '../tokens/jwt.js';
+import { findRefreshToken, looksLikeRefreshToken, revokeFamily } from '../tokens/refresh-tokens.js';
+import { NO_STORE, type Form } from './params.js';
+
+/**
+ * POST /revoke (RFC 7009). The client may revoke only tokens issued to it; an unknown, malformed or
+ * expired token is answered 200 as the RFC requires. A refresh token takes its whole family with it.
+ */
+export function revokeRoutes(deps: Deps): Route[] {
+  const endpoint = `${deps.config.issuer}/revoke`;
+  const { tokens } = deps;
+  return [{
+    method: 'POST', path: '/revoke', iface: 'oauth', body: 'form', bodySchema: 'form.introspect',
+    doc: { summary: 'Token revocation (RFC 7009) for access and refresh tokens', tags: ['oauth'], security: 'basic', errors: [400, 401, 503] },
+    handler: async (req) => {
+      const form = req.data as Form;
+      const client = await authenticateClient({ clients: tokens.clients, redis: deps.redis, secretKey: tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form);
+      const token = form.token as string;
+      if (looksLikeRefreshToken(token)) {
+        const r = await findRefreshToken(deps.sql, token);
+        if (r && r.tenant_id === client.tenantId) {
+          if (r.client_id !== client.clientId) throw new OAuthError('unauthorized_client', 'The token was not issued to this client.');
+          const jtis = await revokeFamily(deps.sql, r.tenant_id, r.family_id);
+          const until = Math.floor(Date.now() / 1000) + 86_400;
+          await Promise.all(jtis.map((j) => tokens.revocations.revoke(r.tenant_id, j, until)));
+        }
+        return { status: 200, headers: NO_STORE };
+      }
+      let p: JwtPayload;
+      try { p = tokens.accessTokens.verify(token); } catch (err) {
+        if (err instanceof JwtError) return { status: 200, headers: NO_STORE };
+        throw err;
+      }
+      if (p.tenant !== client.tenantId) return { status: 200, headers: NO_STORE };
+      if (p.client_id !== client.clientId) throw new OAuthError('unauthorized_client', 'The token was not issued to this client.');
+      await tokens.revocations.revoke(client.tenantId, String(p.jti), Number(p.exp));
+      return { status: 200, headers: NO_STORE };
+    },
+  }];
+}

@@ -1,0 +1,41 @@
+import type { Config } from '../config.js';
+import { newJti } from './jti.js';
+import { TOKEN_TYPES, verifyJwt, type JwtPayload } from './jwt.js';
+import type { KeyRing } from './keys.js';
+import type { ShardingCache } from './sharding.js';
+import type { Signer } from './signer.js';
+
+export interface AccessTokenInput {
+  tenant: string;
+  sub: string;
+  clientId: string;
+  aud: string | string[];
+  scope: string;
+  ttlSeconds: number;
+  /** Additional claims: act, resource, permissions, tenant_scopes, auth_time. */
+  extra?: Record<string, unknown>;
+}
+
+export interface IssuedToken { token: string; jti: string; iat: number; exp: number }
+
+/** Mints and verifies RFC 9068 access tokens. */
+export class AccessTokens {
+  constructor(private readonly config: Config, private readonly ring: KeyRing, private readonly signer: Signer, private readonly sharding: ShardingCache) {}
+
+  async issue(t: AccessTokenInput): Promise<IssuedToken> {
+    const iat = Math.floor(Date.now() / 1000);
+    const exp = iat + t.ttlSeconds;
+    const g = this.sharding.current(t.clientId);
+    const jti = newJti(g.generation, this.config.region, g.shardCount);
+    const payload: JwtPayload = {
+      iss: this.config.issuer, sub: t.sub, aud: t.aud, exp, iat, jti, client_id: t.clientId, scope: t.scope, tenant: t.tenant, ...t.extra,
+    };
+    const token = await this.signer.sign({ typ: TOKEN_TYPES.access }, payload);
+    return { token, jti, iat, exp };
+  }
+
+  /** Signature, type, issuer and time checks; revocation is the caller's next step. Throws JwtError. */
+  verify(token: string): JwtPayload {
+    return verifyJwt(this.ring, token, { typ: TOKEN_TYPES.access, issuer: this.config.issuer }).payload;
+  }
+}

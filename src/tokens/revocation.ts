@@ -1,0 +1,143 @@
+import type { Redis } from 'ioredis';
+import { ServiceUnavailable } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Sql } from '../store/sql.js';
+import { parseJti, shardTag } from './jti.js';
+
+/** What the revocation check needs to know about a token. */
+export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number }
+
+export class RevocationUnavailable extends ServiceUnavailable {
+  constructor(cause?: unknown) { super('Revocation state cannot be read; no token is accepted until it can.', 1, cause); }
+}
+
+const SENTINEL = 'rv:loaded';
+const REFILL_LOCK = 'rv:refilling';
+
+/**
+ * Sharded revocation. Redis is the fast path: one key per revoked jti under its shard's hash tag,
+ * expiring when the token would have, plus not-before marks per user and per client. Postgres is the
+ * record: every revocation is written there first, and a Redis that lost its data (no sentinel key) is
+ * refilled from Postgres before any answer relies on it. Every failure to read fails closed.
+ */
+export class RevocationStore {
+  private refilling: Promise<void> | undefined;
+  /** A revocation reached Postgres but not Redis: force a refill as soon as Redis is back. */
+  private dirty = false;
+
+  constructor(private readonly redis: Redis, private readonly sql: Sql, private readonly log: Logger) {
+    redis.on('ready', () => {
+      if (!this.dirty) return;
+      redis.del(SENTINEL).then(() => { this.dirty = false; return this.ensureLoaded(); })
+        .catch((err) => log.error({ err }, 'revocation refill after reconnect failed'));
+    });
+  }
+
+  static jtiKey(jti: string): string | null {
+    const j = parseJti(jti);
+    return j ? `rv:${shardTag(j)}:${jti}` : null;
+  }
+  static markKey(tenant: string, kind: 'sub' | 'client', id: string): string {
+    return `rvm:{t:${tenant}}:${kind}:${id}`;
+  }
+
+  /** True when revoked; throws RevocationUnavailable when Redis cannot answer or has not been refilled. */
+  async isRevoked(t: RevocationSubject): Promise<boolean> {
+    const key = RevocationStore.jtiKey(t.jti);
+    if (!key) return true; // not one of our identifiers: never treat as live
+    let res: [number, (string | null)[], string | null];
+    try {
+      // Auto-pipelining sends these in one round trip.
+      res = await Promise.all([
+        this.redis.exists(key),
+        this.redis.mget(RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? '')),
+        this.redis.get(SENTINEL),
+      ]);
+    } catch (err) {
+      throw new RevocationUnavailable(err);
+    }
+    if (res[2] === null) {
+      void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
+      throw new RevocationUnavailable();
+    }
+    if (res[0] === 1) return true;
+    const iatMs = (t.iat ?? 0) * 1000;
+    for (const nb of res[1]) {
+      // Tokens issued in the same second as the mark are revoked too: iat has one-second precision.
+      if (nb !== null && iatMs <= Number(nb)) return true;
+    }
+    return false;
+  }
+
+  /** Revokes one token id until expSeconds (its exp claim). Durable first, then fast. */
+  async revoke(tenant: string, jti: string, expSeconds: number): Promise<void> {
+    const key = RevocationStore.jtiKey(jti);
+    if (!key) return;
+    const expMs = expSeconds * 1000;
+    await this.sql`insert into revocations (jti, tenant_id, expires_at) values (${jti}, ${tenant}, ${expMs}) on conflict (jti) do nothing`;
+    const ttl = expMs - Date.now();
+    if (ttl > 0) await this.writeRedis(() => this.redis.set(key, '1', 'PX', ttl));
+  }
+
+  /** Revokes everything issued to a user (sub) or a client before atMs, for as long as such tokens can live. */
+  async revokeBefore(tenant: string, kind: 'sub' | 'client', id: string, atMs: number, maxTtlSeconds: number): Promise<void> {
+    const expiresAt = atMs + maxTtlSeconds * 1000;
+    await this.sql`insert into revocation_marks (tenant_id, subject_kind, subject_id, not_before, expires_at)
+                   values (${tenant}, ${kind}, ${id}, ${atMs}, ${expiresAt})
+                   on conflict (tenant_id, subject_kind, subject_id) do update
+                   set not_before = greatest(revocation_marks.not_before, excluded.not_before), expires_at = greatest(revocation_marks.expires_at, excluded.expires_at)`;
+    const key = RevocationStore.markKey(tenant, kind, id);
+    await this.writeRedis(async () => {
+      const prev = Number((await this.redis.get(key)) ?? 0);
+      await this.redis.set(key, String(Math.max(prev, atMs)), 'PX', Math.max(1, expiresAt - Date.now()));
+    });
+  }
+
+  /** Refills Redis from Postgres if it lost its data; one process refills while the others wait. */
+  ensureLoaded(): Promise<void> {
+    return (this.refilling ??= this.refill().finally(() => { this.refilling = undefined; }));
+  }
+
+  private async refill(): Promise<void> {
+    if ((await this.redis.get(SENTINEL)) !== null) return;
+    const got = await this.redis.set(REFILL_LOCK, String(process.pid), 'PX', 60_000, 'NX');
+    if (got !== 'OK') return; // another process is refilling; checks keep failing closed until it is done
+    try {
+      const now = Date.now();
+      let count = 0;
+      let after = '';
+      for (;;) {
+        const rows = await this.sql<{ jti: string; expires_at: number }[]>`
+          select jti, expires_at from revocations where expires_at > ${now} and jti > ${after} order by jti limit 5000`;
+        if (!rows.length) break;
+        const p = this.redis.pipeline();
+        for (const r of rows) {
+          const key = RevocationStore.jtiKey(r.jti);
+          if (key) p.set(key, '1', 'PX', Math.max(1, r.expires_at - now));
+        }
+        await p.exec();
+        count += rows.length;
+        after = rows[rows.length - 1]!.jti;
+      }
+      const marks = await this.sql<{ tenant_id: string; subject_kind: 'sub' | 'client'; subject_id: string; not_before: number; expires_at: number }[]>`
+        select tenant_id, subject_kind, subject_id, not_before, expires_at from revocation_marks where expires_at > ${now}`;
+      const p = this.redis.pipeline();
+      for (const m of marks) p.set(RevocationStore.markKey(m.tenant_id, m.subject_kind, m.subject_id), String(m.not_before), 'PX', Math.max(1, m.expires_at - now));
+      p.set(SENTINEL, String(now));
+      await p.exec();
+      this.log.info({ revocations: count, marks: marks.length }, 'revocation state loaded into redis');
+    } finally {
+      await this.redis.del(REFILL_LOCK).catch(() => {});
+    }
+  }
+
+  private async writeRedis(fn: () => Promise<unknown>): Promise<void> {
+    // Postgres already holds the revocation; if Redis misses it, drop the sentinel so a refill restores it.
+    try { await fn(); } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'revocation written to postgres but not redis; forcing refill');
+      this.dirty = true;
+      await this.redis.del(SENTINEL).then(() => { this.dirty = false; }, () => {});
+      throw new RevocationUnavailable(err);
+    }
+  }
+}
