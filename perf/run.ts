@@ -1,0 +1,119 @@
+// npm run perf -- <token-exchange|introspection|login|client-credentials|peer|all> [options]
+// Starts svc itself (or targets --url), runs fixed-rate steps past saturation, writes JSON + HTML
+// under perf/results/. See perf/README.md for every option.
+import { SCENARIOS } from './scenarios/index.js';
+import { compare, measure, meta, scenarioByName } from './lib/harness.js';
+import { LoadGen } from './lib/loadgen.js';
+import { startPeer } from './lib/peer.js';
+import { writeReport, type Report, type ScenarioRun } from './lib/report.js';
+import { measureSignLimit } from './lib/signlimit.js';
+import { attachSvc, startSvc, type Target } from './lib/target.js';
+import { num, parseArgs, say, stamp, str } from './lib/util.js';
+
+const USAGE = `usage: npm run perf -- <scenario> [options]
+scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all
+  --url URL --bootstrap FILE [--pid N]  target a running svc (default: start one: WORKERS=2)
+  --duration S (10)  --warmup S (3)  --rates a,b,c | --start R --factor F --max-steps N (9)  --past N (1)
+  --connections N | --budget-ms MS (200) --max-connections N (1000)   --sat-p95 MS (1000)  --timeout S (10)
+  --pacing even|burst (even: spaced arrivals; burst: stock autocannon per-second quota)
+  --no-overload      skip the step at twice capacity
+  --soak [--soak-seconds 300] [--soak-rate R]   soak at 70% of measured capacity
+  --workers N (2)  --max-inflight N  --queue-workers   settings of the svc the harness starts
+  --tokens N (300) --rs-clients N (2) --scope S    fixtures
+  --sign-seconds S (5)  --no-svc (peer without svc)  --smtp-port P (login with --url; default 2525)`;
+
+async function main(): Promise<number> {
+  const { pos, opts } = parseArgs(process.argv.slice(2));
+  const which = pos[0];
+  if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
+  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : [which];
+  for (const n of names) if (n !== 'peer') scenarioByName(n);
+  const withPeer = names.includes('peer');
+  const svcNames = names.filter((n) => n !== 'peer');
+  const overload = opts.overload !== false;
+  const soak = opts.soak === true;
+
+  const lg = new LoadGen();
+  const started: Target[] = [];
+  let stopping = false;
+  const cleanup = async () => {
+    if (stopping) return;
+    stopping = true;
+    for (const t of started.reverse()) await t.stop().catch(() => {});
+    await lg.close().catch(() => lg.kill());
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { say(`${sig}: stopping`); void cleanup().then(() => process.exit(130)); });
+
+  const rep: Report = { meta: meta(`npm run perf -- ${process.argv.slice(2).join(' ')}`, opts), runs: [] };
+  const runs: ScenarioRun[] = rep.runs;
+  try {
+    // The signing limit is measured first, with nothing else busy on the machine.
+    if (withPeer) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', 5));
+
+    let svc: Target | undefined;
+    if (opts.svc !== false) {
+      const needsSmtp = names.includes('login');
+      const url = str(opts, 'url');
+      if (url) {
+        svc = attachSvc(url, str(opts, 'bootstrap'), opts.pid ? num(opts, 'pid', 0) : undefined);
+        if (needsSmtp) say(`SMTP sink on 127.0.0.1:${await lg.startSmtp(num(opts, 'smtp-port', 2525))} (point the server's SMTP_URL here)`);
+      } else {
+        const smtpPort = needsSmtp ? await lg.startSmtp(0) : undefined;
+        try {
+          svc = await startSvc({
+            workers: num(opts, 'workers', 2),
+            // E-mail may go through the queue's e-mail worker: run the queue workers when login is measured.
+            queueWorkers: opts['queue-workers'] === true || (opts['queue-workers'] !== false && needsSmtp),
+            smtpPort, maxInflight: opts['max-inflight'] ? num(opts, 'max-inflight', 0) : undefined,
+          });
+          started.push(svc);
+        } catch (e) {
+          say(`svc could not be started: ${(e as Error).message}`);
+          for (const n of [...svcNames, ...(withPeer ? ['client-credentials', 'introspection'] : [])]) {
+            runs.push({ scenario: n, target: 'svc', unit: 'req/s', describe: SCENARIOS[n]!.describe, setting: 'svc started by the harness', available: false, unavailable: `svc did not start: ${(e as Error).message.split('\n')[0]}`, calibration: {}, notes: [], steps: [] });
+          }
+        }
+      }
+    }
+
+    if (svc) for (const n of svcNames) runs.push(await measure(lg, svc, scenarioByName(n), opts, { overload, soak }));
+
+    if (withPeer) {
+      const peer = await startPeer();
+      started.push(peer);
+      for (const n of ['client-credentials', 'introspection']) {
+        const s = scenarioByName(n);
+        let mine = runs.find((r) => r.scenario === n && r.target === 'svc');
+        if (!mine && svc) { mine = await measure(lg, svc, s, opts, { overload: false, soak: false }); runs.push(mine); }
+        // Step for step: the peer gets the same offered rates as svc (continuing the ladder if it goes further).
+        const rates = mine?.available && mine.steps.length ? [...mine.steps.map((x) => x.offered)] : undefined;
+        if (rates) { let r = rates.at(-1)!; for (let i = rates.length; i < num(opts, 'max-steps', 9); i++) rates.push(Math.round((r *= s.factor))); }
+        runs.push(await measure(lg, peer, s, opts, { overload: false, soak: false, rates }));
+      }
+      rep.comparisons = ['client-credentials', 'introspection'].map((n) => compare(runs, n)).filter((c) => c !== undefined);
+      const cc = rep.comparisons.find((c) => c.scenario === 'client-credentials');
+      if (rep.signLimit) {
+        const L = rep.signLimit.signsPerSec;
+        rep.ccVsSignLimit = {
+          signLimit: L, svcCapacity: cc?.capacity.svc, peerCapacity: cc?.capacity.peer,
+          svcFraction: cc?.capacity.svc !== undefined ? Math.round((cc.capacity.svc / L) * 1000) / 1000 : undefined,
+          peerFraction: cc?.capacity.peer !== undefined ? Math.round((cc.capacity.peer / L) * 1000) / 1000 : undefined,
+        };
+      }
+      for (const c of rep.comparisons) say(`${c.scenario}: capacity svc ${c.capacity.svc ?? '–'} vs oidc-provider ${c.capacity.peer ?? '–'} req/s (ratio ${c.capacity.ratio ?? '–'})`);
+      if (rep.ccVsSignLimit) say(`client_credentials vs RS256 signing limit ${rep.ccVsSignLimit.signLimit}/s: svc ${rep.ccVsSignLimit.svcFraction ?? '–'}, peer ${rep.ccVsSignLimit.peerFraction ?? '–'}`);
+    }
+  } finally {
+    await cleanup();
+  }
+  const files = writeReport(rep, `${which}-${stamp()}`);
+  console.log(`JSON report: ${files.json}`);
+  console.log(`HTML report: ${files.html}  (also perf/results/latest.html)`);
+  const mis = runs.reduce((a, r) => a + r.steps.reduce((b, s) => b + s.misclassifiedTotal, 0) + (r.overload?.misclassifiedTotal ?? 0), 0);
+  const missing = runs.filter((r) => !r.available).map((r) => `${r.target} ${r.scenario}`);
+  if (missing.length) console.log(`not measured: ${missing.join(', ')} (see the report for why)`);
+  if (mis) console.log(`misclassified answers: ${mis}`);
+  return 0;
+}
+
+main().then((code) => process.exit(code), (err) => { console.error(err instanceof Error ? err.stack : err); process.exit(1); });

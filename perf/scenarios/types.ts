@@ -1,0 +1,29 @@
+import type { Checker, ReqSpec } from '../lib/checker.js';
+import type { Target } from '../lib/target.js';
+import type { Opts } from '../lib/util.js';
+
+/** Raised by prepare() when the target cannot run the scenario (e.g. an endpoint is not there yet). */
+export class Unavailable extends Error {}
+
+export interface Prepared {
+  /** Passed once to the load process; JSON only. */
+  fixtures: unknown;
+  /** Sequential probes of every request category before the load, with what came back. */
+  calibration: Record<string, string>;
+  notes: string[];
+}
+
+export interface Scenario {
+  name: string;
+  /** Rate unit of the ladder: requests, or whole logins (5 requests each). */
+  unit: 'req/s' | 'logins/s';
+  reqsPerUnit: number;
+  start: number;
+  factor: number;
+  smtp?: boolean;
+  describe: string;
+  /** Main process: makes real tokens/clients through the target's own endpoints and CLI. */
+  prepare(target: Target, opts: Opts): Promise<Prepared>;
+  /** Load process: the autocannon request sequence, each answer checked into `check`. */
+  client(fixtures: any, check: Checker): ReqSpec[];
+}
