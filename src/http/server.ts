@@ -189,7 +189,7 @@ export class HttpServer {
   private sendError(res: HttpResponse, req: HttpRequest, err: unknown, iface: Interface, route: Route | undefined, started: bigint, label: string, closeConnection = false): void {
     const out = toErrorReply(err, iface);
     if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, route: label }, 'unhandled error');
-    else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, route: label, code: out.body.error, cause: (err as AppError).cause }, 'request failed');
+    else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, route: label, error_code: out.body.error, cause: (err as AppError).cause }, 'request failed');
     if (this.opts.debugErrors && req.headers['x-debug'] === 'true') {
       out.body.debug = {
         stack_trace: err instanceof Error ? err.stack ?? '' : String(err),

@@ -12,7 +12,7 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     connect_timeout: 5,
     onnotice: () => {},
     // bigint columns (epoch ms) come back as JS numbers; they stay well below 2^53.
-    types: { bigint: postgres.BigInt },
+    types: { bigint: { to: 20, from: [20], serialize: (x: number | bigint) => String(x), parse: (x: string) => Number(x) } },
     transform: { undefined: null },
     connection: { application_name: 'svc' },
   }) as unknown as Sql;
