@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
+import { adminRoutes } from './admin/index.js';
 import { discoveryRoutes } from './oauth/discovery.js';
 import { introspectRoutes } from './oauth/introspect.js';
 import { revokeRoutes } from './oauth/revoke.js';
@@ -18,6 +19,7 @@ export function buildRouter(deps: Deps): Router {
   const router = new Router();
   const modules: Route[][] = [
     healthRoutes(deps),
+    adminRoutes(deps),
     discoveryRoutes(deps, () => router),
     tokenRoutes(deps),
     introspectRoutes(deps),

@@ -1,0 +1,16 @@
+import type { Deps } from '../deps.js';
+import type { Route } from '../http/types.js';
+import { auditLogRoutes } from './audit-log.js';
+import { clientRoutes } from './clients.js';
+import { roleRoutes } from './roles.js';
+import { userRoutes } from './users.js';
+
+/** Every administration-core route (webhooks are registered by their own module). */
+export function adminRoutes(deps: Deps): Route[] {
+  return [
+    ...auditLogRoutes(deps),
+    ...userRoutes(deps),
+    ...roleRoutes(deps),
+    ...clientRoutes(deps),
+  ];
+}
