@@ -53,11 +53,13 @@ export async function adminContext(deps: Deps, req: HttpRequest, permission: str
   }
   const aud = Array.isArray(p.aud) ? p.aud : [p.aud];
   if (!aud.includes(adminAudience(deps.config.issuer))) throw new Unauthorized('unauthorized', 'The access token is not meant for the administration interface.');
+  // The client is checked first: disabling a client also revokes its tokens, and the caller should
+  // learn the cause (client_disabled) rather than the consequence (token_revoked).
+  const client = await deps.tokens.clients.get(String(p.client_id));
+  if (!client || client.status !== 'active') throw new Forbidden('client_disabled', 'The client this token was issued to is disabled.');
   if (await deps.tokens.revocations.isRevoked({ jti: String(p.jti), tenant: String(p.tenant), sub: p.sub, client_id: p.client_id, iat: p.iat })) {
     throw new Unauthorized('token_revoked', 'The access token has been revoked.');
   }
-  const client = await deps.tokens.clients.get(String(p.client_id));
-  if (!client || client.status !== 'active') throw new Forbidden('client_disabled', 'The client this token was issued to is disabled.');
   if (!String(p.scope ?? '').split(' ').includes(ADMIN_SCOPE)) throw new Forbidden('insufficient_scope', `The access token lacks the "${ADMIN_SCOPE}" scope.`);
   const permissions = new Set<string>(Array.isArray(p.permissions) ? p.permissions.map(String) : []);
   if (!hasPermission(permissions, permission)) throw new Forbidden('forbidden', `This requires the ${permission} permission.`);
