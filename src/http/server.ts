@@ -77,6 +77,9 @@ export class HttpServer {
         this.drainWaiters.push(() => { clearTimeout(t); resolve(true); });
       });
     }
+    // uWS flushes corked writes made outside its own callbacks on its next loop turn; closing sockets
+    // before then would drop the last responses, so give it a moment.
+    await new Promise((r) => setTimeout(r, 25));
     (this.app as unknown as { close(): void }).close();
     return drained;
   }

@@ -15,15 +15,18 @@ function children(pid: number): number[] {
 async function startCluster(t: { teardown(fn: () => unknown): void }, env: Record<string, string> = {}) {
   const port = await freePort();
   const proc = spawn(process.execPath, [cli, 'start'], {
-    env: { ...process.env, PORT: String(port), WORKERS: '2', QUEUE_WORKERS: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'test', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, PORT: String(port), WORKERS: '2', QUEUE_WORKERS: 'false', LOG_LEVEL: 'info', NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
+  let stdout = '';
   proc.stderr!.on('data', (d) => { stderr += d; });
+  proc.stdout!.on('data', (d) => { stdout += d; });
   t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/healthz`)).ok && children(proc.pid!).length === 2, 20_000, 100);
-  return { proc, url, stderr: () => stderr };
+  // The supervisor says so once every HTTP process is listening.
+  await waitFor(() => stdout.includes('svc listening'), 20_000, 50);
+  return { proc, url, stderr: () => stderr, stdout: () => stdout };
 }
 
 t.test('a killed HTTP worker is replaced while the others keep serving', async (t) => {
@@ -52,3 +55,28 @@ function getFresh(url: string): Promise<number> {
     http.get(url, { agent: false }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); }).on('error', reject);
   });
 }
+
+t.test('SIGTERM drains an in-flight request and exits 0', async (t) => {
+  const { proc, url } = await startCluster(t, { SHUTDOWN_TIMEOUT_MS: '5000' });
+  const net = await import('node:net');
+  // A slow upload keeps a request in flight across the signal: headers now, the body after SIGTERM.
+  const body = 'grant_type=client_credentials';
+  const sock = net.connect(Number(new URL(url).port), '127.0.0.1');
+  await new Promise((r) => sock.once('connect', r));
+  let response = '';
+  sock.on('data', (d) => { response += d; });
+  sock.write(`POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\n\r\n`);
+  sock.write(body.slice(0, 5));
+  await new Promise((r) => setTimeout(r, 100));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  proc.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(proc.exitCode, null, 'still draining while the request is in flight');
+  sock.write(body.slice(5));
+  const code = await exited;
+  t.equal(code, 0, 'the supervisor exited 0');
+  // No client credentials were sent, so the answer is the RFC error; what matters is that it was answered.
+  t.match(response, /^HTTP\/1\.1 401 /, 'the in-flight request was answered before exit');
+  t.match(response, /invalid_client/);
+  sock.destroy();
+});
