@@ -140,12 +140,15 @@ async function start() {
   if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
   const queueRedis = process.env.QUEUE_REDIS_URL ?? (process.env.REDIS_URL ? storage.REDIS_URL : await startPrivateRedis('queue-redis', 63791, true));
   const env = { ...process.env, ...storage, QUEUE_REDIS_URL: queueRedis, NODE_ENV: process.env.NODE_ENV ?? 'development' };
+  // No SMTP_URL: a development mail sink on 2525 that prints each login code (see docs/login.md).
+  if (!process.env.SMTP_URL) { const sink = spawn(process.execPath, [path.join(root, 'dist', 'src', 'mail', 'dev-sink.js'), '--port', '2525'], { cwd: root, stdio: 'inherit' }); process.on('exit', () => sink.kill()); env.SMTP_URL = 'smtp://127.0.0.1:2525'; }
   if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');
   const boot = cli(['bootstrap', '--json'], env, { capture: true });
   if (boot.status !== 0) throw new Error('bootstrap failed');
   fs.mkdirSync(dataDir, { recursive: true });
   fs.writeFileSync(path.join(dataDir, 'bootstrap.json'), boot.stdout, { mode: 0o600 });
   say(`bootstrap written to .data/bootstrap.json`);
+  try { const b = JSON.parse(boot.stdout); say(`demo login: open ${b.issuer}/authorize?response_type=code&client_id=${b.clients.web.client_id}&redirect_uri=${encodeURIComponent(b.clients.web.redirect_uris[0])}&scope=openid%20email&state=demo`); } catch { /* bootstrap without the web client */ }
   const child = spawn(process.execPath, [path.join(root, 'dist', 'src', 'cli.js'), 'start'], { cwd: root, env, stdio: 'inherit' });
   for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 0 : 1)));
@@ -153,6 +156,7 @@ async function start() {
 
 async function test() {
   ensureInstalled(); build();
+  if (!fs.existsSync('/usr/bin/chromium')) { try { aptInstall(['chromium']); } catch (err) { say(`browser login test will be skipped: ${err.message}`); } }
   const storage = await resolveStorage('svc_test');
   if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
   const env = { ...process.env, ...storage, QUEUE_REDIS_URL: process.env.QUEUE_REDIS_URL ?? storage.REDIS_URL, NODE_ENV: 'test' };

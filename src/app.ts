@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
 import { adminRoutes } from './admin/index.js';
+import { loginModules } from './login/index.js';
 import { discoveryRoutes } from './oauth/discovery.js';
 import { introspectRoutes } from './oauth/introspect.js';
 import { revokeRoutes } from './oauth/revoke.js';
@@ -21,6 +22,7 @@ export function buildRouter(deps: Deps): Router {
     healthRoutes(deps),
     adminRoutes(deps),
     discoveryRoutes(deps, () => router),
+    loginModules(deps),
     tokenRoutes(deps),
     introspectRoutes(deps),
     revokeRoutes(deps),

@@ -31,7 +31,12 @@ export async function authenticateClient(ctx: ClientAuthContext, req: HttpReques
   const assertion = form.client_assertion;
   const postSecret = form.client_secret;
   const methods = (auth?.startsWith('Basic ') ? 1 : 0) + (assertion !== undefined ? 1 : 0) + (postSecret !== undefined ? 1 : 0);
-  if (methods === 0) throw invalid('Client authentication is required.');
+  if (methods === 0) {
+    // Public clients (token_endpoint_auth_method none) identify themselves with client_id only; PKCE protects their codes.
+    const pub = typeof form.client_id === 'string' ? await ctx.clients.get(form.client_id) : null;
+    if (pub?.authMethod === 'none' && pub.status === 'active') return pub;
+    throw invalid('Client authentication is required.');
+  }
   if (methods > 1) throw new OAuthError('invalid_request', 'Use exactly one client authentication method.');
 
   if (auth?.startsWith('Basic ')) {

@@ -1,0 +1,29 @@
+import type { Deps } from '../deps.js';
+import type { Route } from '../http/types.js';
+import { userBearer } from '../login/bearer.js';
+import { listConsents, type ConsentRow } from '../login/consent-repository.js';
+
+/** The spec's User consent object (timestamps in epoch milliseconds). */
+export function consentView(r: ConsentRow): Record<string, unknown> {
+  const out: Record<string, unknown> = { id: r.id, clientId: r.client_id, scopes: r.scopes, grantedAt: Number(r.granted_at) };
+  if (r.client_name) out.clientName = r.client_name;
+  if (r.selected_scopes) out.selectedScopes = r.selected_scopes;
+  if (r.expires_at !== null) out.expiresAt = Number(r.expires_at);
+  if (r.privacy_policy_version !== null || r.tos_version !== null || r.consent_version !== null) {
+    out.policyVersions = { privacyPolicyVersion: r.privacy_policy_version ?? undefined, tosVersion: r.tos_version ?? undefined, consentVersion: r.consent_version ?? undefined };
+  }
+  return out;
+}
+
+/** GET /api/user/consents: the caller's consents (Bearer token of the end user). */
+export function consentRoutes(deps: Deps): Route[] {
+  return [{
+    method: 'GET', path: '/api/user/consents', iface: 'admin',
+    doc: { summary: 'The signed-in user\'s consents to applications', tags: ['account'], security: 'bearer', responses: { 200: 'login.consentList' }, errors: [401] },
+    handler: async (req) => {
+      const p = await userBearer(deps, req);
+      const rows = await listConsents(deps.sql, p.tenant, p.sub!);
+      return { headers: { 'Cache-Control': 'no-store' }, body: { consents: rows.map(consentView), total: rows.length } };
+    },
+  }];
+}

@@ -1,0 +1,15 @@
+import { param, RedirectableError, type Query } from './types.js';
+
+const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
+
+/** Step 6: prompt (OpenID Connect Core 3.1.2.1) and max_age; prompt=none stands alone. */
+export function checkPrompt(q: Query): { prompt: string[]; maxAge?: number } {
+  const bad = (m: string) => new RedirectableError('invalid_request', m);
+  const raw = param(q, 'prompt', bad);
+  const prompt = raw ? [...new Set(raw.split(' ').filter(Boolean))] : [];
+  for (const p of prompt) if (!PROMPTS.has(p)) throw bad(`Unsupported prompt value ${JSON.stringify(p)}.`);
+  if (prompt.includes('none') && prompt.length > 1) throw bad('prompt=none cannot be combined with other values.');
+  const ma = param(q, 'max_age', bad);
+  if (ma !== undefined && !/^\d{1,9}$/.test(ma)) throw bad('max_age must be a non-negative integer.');
+  return { prompt, maxAge: ma === undefined ? undefined : Number(ma) };
+}

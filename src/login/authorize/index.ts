@@ -1,0 +1,31 @@
+import type { Client } from '../../clients/model.js';
+import type { Deps } from '../../deps.js';
+import { checkClient } from './check-client.js';
+import { checkPkce } from './check-pkce.js';
+import { checkPrompt } from './check-prompt.js';
+import { checkRedirectUri } from './check-redirect-uri.js';
+import { checkResponseType } from './check-response-type.js';
+import { checkScope } from './check-scope.js';
+import { param, RedirectableError, type AuthorizationRequest, type Query } from './types.js';
+
+export { PageError, RedirectableError, type AuthorizationRequest, type Query } from './types.js';
+
+/** The first two checks: until they pass there is nowhere safe to send an error. */
+export async function trustedTarget(deps: Deps, q: Query): Promise<{ client: Client; redirectUri: string; given: boolean }> {
+  const client = await checkClient(deps, q);
+  const { redirectUri, given } = checkRedirectUri(client, q);
+  return { client, redirectUri, given };
+}
+
+/** The remaining checks, in order; each throws RedirectableError, which goes back to the redirect URI. */
+export function validateRequest(client: Client, target: { redirectUri: string; given: boolean }, q: Query): AuthorizationRequest {
+  checkResponseType(client, q);
+  const scope = checkScope(client, q);
+  const codeChallenge = checkPkce(client, q);
+  const { prompt, maxAge } = checkPrompt(q);
+  const bad = (m: string) => new RedirectableError('invalid_request', m);
+  return {
+    tenantId: client.tenantId, clientId: client.clientId, redirectUri: target.redirectUri, redirectUriGiven: target.given,
+    scope, state: param(q, 'state', bad), nonce: param(q, 'nonce', bad), codeChallenge, prompt, maxAge, loginHint: param(q, 'login_hint', bad),
+  };
+}

@@ -1,0 +1,25 @@
+import type { Deps } from '../deps.js';
+import { Unauthorized } from '../errors.js';
+import type { HttpRequest } from '../http/request.js';
+import { JwtError, type JwtPayload } from '../tokens/jwt.js';
+
+/**
+ * An end user's access token from `Authorization: Bearer`: signature, expiry and revocation checked.
+ * Only tokens issued to a user (a login, so carrying auth_time) qualify, not client_credentials tokens.
+ */
+export async function userBearer(deps: Deps, req: HttpRequest): Promise<JwtPayload> {
+  const h = req.headers.authorization;
+  if (!h || !/^Bearer [A-Za-z0-9._~+/=-]+$/.test(h)) throw new Unauthorized('unauthorized', 'A Bearer access token is required.');
+  let p: JwtPayload;
+  try {
+    p = deps.tokens.accessTokens.verify(h.slice(7));
+  } catch (err) {
+    if (err instanceof JwtError && err.reason === 'expired') throw new Unauthorized('token_expired', 'The access token has expired.');
+    throw new Unauthorized('unauthorized', 'The access token is invalid.');
+  }
+  if (await deps.tokens.revocations.isRevoked({ jti: String(p.jti), tenant: String(p.tenant), sub: p.sub, client_id: p.client_id, iat: p.iat })) {
+    throw new Unauthorized('token_revoked', 'The access token has been revoked.');
+  }
+  if (typeof p.auth_time !== 'number' || typeof p.sub !== 'string' || typeof p.tenant !== 'string') throw new Unauthorized('unauthorized', 'The access token was not issued to a signed-in user.');
+  return p;
+}

@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { ServiceUnavailable } from '../errors.js';
+import { loginKeys, sha256 } from './keys.js';
+import { LOGIN } from './options.js';
+
+/** What an authorization code is bound to (RFC 6749 4.1.2), kept in Redis under the code's hash. */
+export interface CodeRecord {
+  tenantId: string;
+  clientId: string;
+  redirectUri: string;
+  redirectUriGiven: boolean;
+  scope: string[];
+  nonce?: string;
+  codeChallenge?: string;
+  userId: string;
+  email: string;
+  authTime: number;
+  /** Epoch seconds after which the code cannot be redeemed. */
+  exp: number;
+}
+
+/** What a redemption issued, so a replay can revoke it (RFC 6749 4.1.2). */
+export interface IssuedFromCode { accessJti: string; accessExp: number; refreshFamily?: string }
+
+const unavailable = (err: unknown) => new ServiceUnavailable('Authorization codes cannot be read right now.', 1, err);
+
+export async function issueCode(redis: Redis, r: Omit<CodeRecord, 'exp'>): Promise<string> {
+  const code = randomBytes(32).toString('base64url');
+  const rec: CodeRecord = { ...r, exp: Math.floor(Date.now() / 1000) + LOGIN.authCodeTtlSeconds };
+  // The record outlives the code's own lifetime so that a late replay is still recognised.
+  await redis.set(loginKeys.authCode(sha256(code)), JSON.stringify(rec), 'EX', LOGIN.authCodeReplayWindowSeconds).catch((err) => { throw unavailable(err); });
+  return code;
+}
+
+export type Redemption =
+  | { kind: 'first'; record: CodeRecord; codeHash: string }
+  | { kind: 'replay'; record: CodeRecord; issued: IssuedFromCode | null }
+  | { kind: 'unknown' };
+
+/** Reads the record and claims the code in one transaction: exactly one caller ever gets `first`. */
+export async function redeemCode(redis: Redis, code: string): Promise<Redemption> {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(code)) return { kind: 'unknown' };
+  const h = sha256(code);
+  let res;
+  try {
+    res = await redis.multi()
+      .get(loginKeys.authCode(h))
+      .set(loginKeys.authCodeUsed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds, 'NX')
+      .get(loginKeys.authCodeIssued(h))
+      .exec();
+  } catch (err) { throw unavailable(err); }
+  if (!res) throw unavailable(new Error('transaction aborted'));
+  const raw = res[0]![1] as string | null;
+  if (!raw) return { kind: 'unknown' };
+  const record = JSON.parse(raw) as CodeRecord;
+  if (res[1]![1] === 'OK') return { kind: 'first', record, codeHash: h };
+  const issued = res[2]![1] as string | null;
+  // Tells a first redemption still in progress that it must revoke what it is about to issue.
+  await redis.set(loginKeys.authCodeReplayed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds).catch(() => {});
+  return { kind: 'replay', record, issued: issued ? (JSON.parse(issued) as IssuedFromCode) : null };
+}
+
+/** Remembers what the first redemption issued; true when a replay arrived meanwhile (then revoke it now). */
+export async function recordIssued(redis: Redis, codeHash: string, issued: IssuedFromCode): Promise<boolean> {
+  const res = await redis.multi()
+    .set(loginKeys.authCodeIssued(codeHash), JSON.stringify(issued), 'EX', LOGIN.authCodeReplayWindowSeconds)
+    .get(loginKeys.authCodeReplayed(codeHash))
+    .exec().catch(() => null);
+  return res?.[1]?.[1] === '1';
+}

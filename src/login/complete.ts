@@ -1,0 +1,34 @@
+import type { Client } from '../clients/model.js';
+import type { Deps } from '../deps.js';
+import type { Reply } from '../http/types.js';
+import type { AuthorizationRequest } from './authorize/types.js';
+import { issueCode } from './codes.js';
+import { hasConsent } from './consent.js';
+import { redirectTo } from './redirect.js';
+import type { Session } from './sessions.js';
+
+export type Completion = { kind: 'redirect'; reply: Reply } | { kind: 'consent_needed' };
+
+/**
+ * Step 4 of the login flow: with a signed-in user and consent, issue a single-use authorization code
+ * bound to client, redirect URI, PKCE challenge, nonce and scope, and send the browser back with it.
+ */
+export async function completeAuthorization(deps: Deps, client: Client, req: AuthorizationRequest, session: Session, status: 302 | 303 = 302): Promise<Completion> {
+  const consented = !req.prompt.includes('consent') || client.firstParty ? await hasConsent(deps, client, session.userId, req.scope) : false;
+  if (!consented) {
+    if (req.prompt.includes('none')) return { kind: 'redirect', reply: redirectTo(req.redirectUri, deps.config.issuer, { error: 'consent_required', error_description: 'The user has not consented to this application.', state: req.state }) };
+    return { kind: 'consent_needed' };
+  }
+  const code = await issueCode(deps.redis, {
+    tenantId: client.tenantId, clientId: client.clientId, redirectUri: req.redirectUri, redirectUriGiven: req.redirectUriGiven, scope: req.scope,
+    nonce: req.nonce, codeChallenge: req.codeChallenge, userId: session.userId, email: session.email, authTime: session.authTime,
+  });
+  return { kind: 'redirect', reply: redirectTo(req.redirectUri, deps.config.issuer, { code, state: req.state }, status) };
+}
+
+/** Whether a session satisfies the request: same tenant, and recent enough for max_age. */
+export function sessionUsable(session: Session | null, req: AuthorizationRequest, now = Math.floor(Date.now() / 1000)): session is Session {
+  if (!session || session.tenantId !== req.tenantId) return false;
+  if (req.maxAge !== undefined && now - session.authTime > req.maxAge) return false;
+  return true;
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import type { Sql } from '../store/sql.js';
+
+export interface ConsentRow {
+  id: string; tenant_id: string; user_id: string; client_id: string; scopes: string[]; selected_scopes: string[] | null;
+  granted_at: number; expires_at: number | null; privacy_policy_version: string | null; tos_version: string | null; consent_version: number | null;
+  client_name?: string | null;
+}
+
+export interface ConsentInput {
+  tenantId: string; userId: string; clientId: string; scopes: string[];
+  policy: { privacyPolicyVersion: string; tosVersion: string; consentVersion: number };
+}
+
+/** Records (or widens) a user's consent to a client; returns the scopes now consented. Tenant-scoped. */
+export async function upsertConsent(sql: Sql, c: ConsentInput): Promise<string[]> {
+  const [row] = await sql<{ scopes: string[] }[]>`
+    insert into consents (id, tenant_id, user_id, client_id, scopes, privacy_policy_version, tos_version, consent_version)
+    values (${`cns_${randomBytes(12).toString('hex')}`}, ${c.tenantId}, ${c.userId}, ${c.clientId}, ${c.scopes},
+            ${c.policy.privacyPolicyVersion}, ${c.policy.tosVersion}, ${c.policy.consentVersion})
+    on conflict (tenant_id, user_id, client_id) do update set
+      scopes = (select array_agg(distinct s order by s) from unnest(consents.scopes || excluded.scopes) s),
+      granted_at = case when excluded.scopes <@ consents.scopes then consents.granted_at else now_ms() end,
+      privacy_policy_version = excluded.privacy_policy_version, tos_version = excluded.tos_version, consent_version = excluded.consent_version
+    returning scopes`;
+  return row!.scopes;
+}
+
+export async function findConsent(sql: Sql, tenantId: string, userId: string, clientId: string): Promise<string[] | null> {
+  const [row] = await sql<{ scopes: string[]; expires_at: number | null }[]>`
+    select scopes, expires_at from consents where tenant_id = ${tenantId} and user_id = ${userId} and client_id = ${clientId}`;
+  if (!row || (row.expires_at !== null && Number(row.expires_at) <= Date.now())) return null;
+  return row.scopes;
+}
+
+export async function listConsents(sql: Sql, tenantId: string, userId: string): Promise<ConsentRow[]> {
+  return sql<ConsentRow[]>`
+    select c.*, cl.name as client_name from consents c left join clients cl on cl.client_id = c.client_id
+    where c.tenant_id = ${tenantId} and c.user_id = ${userId} order by c.granted_at desc`;
+}

@@ -1,0 +1,41 @@
+import type { Deps } from '../deps.js';
+import { MailQueue } from '../mail/queue.js';
+import { deriveKey } from '../tokens/secrets.js';
+
+/** What the login routes share within one HTTP process: derived keys and the (lazily opened) mail queue. */
+export interface LoginContext {
+  deps: Deps;
+  /** HMAC key for one-time code hashes. */
+  codeKey: Buffer;
+  /** HMAC key binding CSRF tokens to the browser's CSRF cookie. */
+  csrfKey: Buffer;
+  secureCookies: boolean;
+  mail(): MailQueue;
+}
+
+// Keyed by the process's Deps so each server (tests run several per process) has its own, and so
+// closeLogin can release the queue connection when that server stops.
+const contexts = new WeakMap<Deps, LoginContext>();
+
+export function loginContext(deps: Deps): LoginContext {
+  let ctx = contexts.get(deps);
+  if (!ctx) {
+    let mail: MailQueue | undefined;
+    ctx = {
+      deps,
+      codeKey: deriveKey(deps.config.keyEncryptionKey, 'login-codes'),
+      csrfKey: deriveKey(deps.config.keyEncryptionKey, 'login-csrf'),
+      secureCookies: deps.config.issuer.startsWith('https:'),
+      mail: () => (mail ??= new MailQueue(deps.config)),
+    };
+    Object.defineProperty(ctx, 'close', { value: async () => { await mail?.close(); mail = undefined; } });
+    contexts.set(deps, ctx);
+  }
+  return ctx;
+}
+
+/** Releases the login feature's own connections (the HTTP process exits instead; tests call this). */
+export async function closeLogin(deps: Deps): Promise<void> {
+  const ctx = contexts.get(deps) as (LoginContext & { close?: () => Promise<void> }) | undefined;
+  await ctx?.close?.();
+}

@@ -1,0 +1,85 @@
+import type { Reply } from '../http/types.js';
+
+export function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+/**
+ * Security headers of every login page: no script at all, styles only from us, forms only to us (and,
+ * on pages that end in a redirect to the client, to that client's origin, since Chromium applies
+ * form-action to the redirects that follow a submission), never framed, never cached.
+ */
+export function pageHeaders(formTargets: string[] = []): Record<string, string> {
+  const extra = formTargets.length ? ` ${[...new Set(formTargets)].join(' ')}` : '';
+  return {
+    'Content-Security-Policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'${extra}; frame-ancestors 'none'; base-uri 'none'`,
+    'X-Frame-Options': 'DENY',
+    'Cache-Control': 'no-store',
+    Pragma: 'no-cache',
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+  };
+}
+
+export function page(title: string, body: string, opts: { status?: number; cookies?: string[]; formTargets?: string[] } = {}): Reply {
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<title>${esc(title)}</title><link rel="stylesheet" href="/login/assets/login.css"></head>` +
+    `<body><main><h1>${esc(title)}</h1>${body}</main></body></html>`;
+  return { status: opts.status ?? 200, type: 'text/html; charset=utf-8', headers: pageHeaders(opts.formTargets), cookies: opts.cookies, body: html };
+}
+
+const hidden = (name: string, value: string) => `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`;
+const alert = (msg?: string) => (msg ? `<p class="error" role="alert">${esc(msg)}</p>` : '');
+
+export function emailPage(a: { clientName: string; csrf: string; interaction: string; email?: string; error?: string; status?: number; cookies?: string[] }): Reply {
+  return page('Sign in', `<p>Sign in to continue to <strong>${esc(a.clientName)}</strong>. We will email you a one-time code.</p>${alert(a.error)}` +
+    `<form method="post" action="/email-code/generate">${hidden('csrf_token', a.csrf)}${hidden('interaction', a.interaction)}` +
+    `<label for="email">Email address</label><input id="email" name="email" type="email" autocomplete="email" required maxlength="254" autofocus value="${esc(a.email ?? '')}">` +
+    `<button type="submit">Email me a code</button></form>`, { status: a.status, cookies: a.cookies });
+}
+
+export function codePage(a: { email: string; csrf: string; interaction: string; expiresIn: number; formTargets: string[]; error?: string; status?: number; cookies?: string[] }): Reply {
+  return page('Enter your code', `<p>If <strong>${esc(a.email)}</strong> can receive email, a code is on its way. It expires in ${Math.round(a.expiresIn / 60)} minutes.</p>${alert(a.error)}` +
+    `<form method="post" action="/email-code/verify">${hidden('csrf_token', a.csrf)}${hidden('interaction', a.interaction)}${hidden('email', a.email)}` +
+    `<label for="code">One-time code</label><input id="code" name="code" inputmode="numeric" pattern="[0-9]*" autocomplete="one-time-code" required maxlength="10" autofocus>` +
+    `<button type="submit">Sign in</button></form>` +
+    `<form method="post" action="/email-code/generate" class="secondary">${hidden('csrf_token', a.csrf)}${hidden('interaction', a.interaction)}${hidden('email', a.email)}` +
+    `<button type="submit">Send a new code</button></form>`, { status: a.status, cookies: a.cookies, formTargets: a.formTargets });
+}
+
+export function consentPage(a: { clientName: string; email: string; scopes: string[]; csrf: string; interaction: string; formTargets: string[]; cookies?: string[] }): Reply {
+  const items = a.scopes.map((s) => `<li>${esc(SCOPE_TEXT[s] ?? s)}</li>`).join('');
+  return page('Allow access?', `<p><strong>${esc(a.clientName)}</strong> asks to access your account (${esc(a.email)}):</p><ul>${items}</ul>` +
+    `<form method="post" action="/authorize/consent">${hidden('csrf_token', a.csrf)}${hidden('interaction', a.interaction)}` +
+    `<button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny">Deny</button></form>`,
+  { cookies: a.cookies, formTargets: a.formTargets });
+}
+
+export function errorPage(status: number, description: string): Reply {
+  return page('Sign-in problem', `<p role="alert">${esc(description)}</p><p>Return to the application you came from and try again.</p>`, { status });
+}
+
+export function messagePage(title: string, text: string, opts: { cookies?: string[] } = {}): Reply {
+  return page(title, `<p>${esc(text)}</p>`, opts);
+}
+
+export function logoutConfirmPage(a: { csrf: string; fields: Record<string, string>; cookies?: string[]; formTargets: string[] }): Reply {
+  const fields = Object.entries(a.fields).map(([k, v]) => hidden(k, v)).join('');
+  return page('Sign out?', `<p>Do you want to sign out?</p><form method="post" action="/logout">${hidden('csrf_token', a.csrf)}${fields}` +
+    `<button type="submit" name="confirm" value="yes">Sign out</button></form>`, { cookies: a.cookies, formTargets: a.formTargets });
+}
+
+const SCOPE_TEXT: Record<string, string> = {
+  openid: 'Know who you are',
+  email: 'See your email address',
+  offline_access: 'Stay signed in when you are away',
+};
+
+export const LOGIN_CSS = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f5f5f7;color:#111}
+main{max-width:26rem;margin:4rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px rgba(0,0,0,.15)}
+h1{font-size:1.4rem;margin-top:0}label{display:block;font-weight:600;margin:.5rem 0 .25rem}
+input{width:100%;box-sizing:border-box;font-size:1rem;padding:.6rem;border:1px solid #767676;border-radius:4px}
+button{margin-top:1rem;font-size:1rem;padding:.6rem 1.2rem;border:0;border-radius:4px;background:#0b57d0;color:#fff;cursor:pointer}
+.secondary button{background:#fff;color:#0b57d0;border:1px solid #0b57d0}
+.error{color:#b00020;font-weight:600}:focus{outline:3px solid #f9a825;outline-offset:2px}
+`;

@@ -1,0 +1,196 @@
+import type { Client } from '../clients/model.js';
+import type { Deps } from '../deps.js';
+import { AppError, InvalidRequest, NotFound } from '../errors.js';
+import type { HttpRequest } from '../http/request.js';
+import type { Reply, Route } from '../http/types.js';
+import { validate, validatorFor } from '../http/validate.js';
+import { completeAuthorization, sessionUsable } from './complete.js';
+import { grantConsent } from './consent.js';
+import { loginContext } from './context.js';
+import { checkCsrf, csrfFor } from './csrf.js';
+import { generateCode, InvalidCode, verifyCode } from './email-code.js';
+import { dropInteraction, loadInteraction, type Interaction } from './interaction.js';
+import { isEmail, normalizeEmail } from './keys.js';
+import { LOGIN, SESSION_COOKIE } from './options.js';
+import { codePage, consentPage, emailPage, LOGIN_CSS } from './pages.js';
+import { originOf, redirectTo } from './redirect.js';
+import { failure, formString, readBody, wantsJson } from './respond.js';
+import { createSession, readSession, sessionCookie } from './sessions.js';
+import { loginUser, recordLoginFailure } from './users.js';
+
+const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+
+class InvalidEmail extends AppError {
+  constructor() { super(422, 'invalid_email', 'The email address is not valid.', { details: { email: ['is not a valid email address'] } }); }
+}
+
+/**
+ * Steps 2 and 3 of the login flow (email code generate and verify), continuing a pending authorization
+ * after sign-in (resume, consent), and the pages' stylesheet. Each endpoint speaks JSON to API clients
+ * and HTML forms (with CSRF tokens) to browsers.
+ */
+export function loginRoutes(deps: Deps): Route[] {
+  const ctx = loginContext(deps);
+  const { issuer } = deps.config;
+  const resumeUrl = (it: Interaction) => `/authorize/resume?interaction=${encodeURIComponent(it.id)}`;
+
+  async function clientFor(id: string | undefined): Promise<Client> {
+    const client = id ? await deps.tokens.clients.get(id) : null;
+    if (!client) throw new NotFound('client_not_found', 'The application is not known to this server.');
+    if (client.status !== 'active') throw new AppError(403, 'client_disabled', 'The application is disabled.');
+    return client;
+  }
+
+  /** Browser posts: CSRF token first, then the pending authorization request they belong to. */
+  async function browserInteraction(req: HttpRequest, data: Record<string, unknown>): Promise<Interaction> {
+    checkCsrf(ctx, req, data.csrf_token);
+    const it = await loadInteraction(deps.redis, data.interaction);
+    if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
+    return it;
+  }
+
+  async function generate(req: HttpRequest): Promise<Reply> {
+    const { form, data } = readBody(req);
+    if (form) {
+      try {
+        const it = await browserInteraction(req, data);
+        const client = await clientFor(it.request.clientId);
+        const email = formString(data, 'email')?.trim() ?? '';
+        const csrf = csrfFor(ctx, req);
+        if (!isEmail(email)) return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email, error: 'Enter a valid email address.', status: 422 });
+        try {
+          const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip });
+          return codePage({ email, csrf: csrf.token, interaction: it.id, expiresIn, formTargets: [originOf(it.request.redirectUri)].filter(Boolean) });
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status !== 429) throw err;
+          const p = emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email, error: `Too many codes were requested. Try again in ${err.retryAfter} seconds.`, status: 429 });
+          return { ...p, headers: { ...p.headers, ...err.headers } };
+        }
+      } catch (err) { return failure(err, false, 'public'); }
+    }
+    validate(validatorFor('login.emailCodeGenerate'), data);
+    const email = String(data.email).trim();
+    if (!isEmail(email)) throw new InvalidEmail();
+    const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
+    if (data.interaction !== undefined && !it) throw new InvalidRequest('The interaction has expired.');
+    const client = await clientFor(it ? it.request.clientId : (data.client_id as string | undefined));
+    if (it && data.client_id !== undefined && data.client_id !== client.clientId) throw new InvalidRequest('client_id does not match the interaction.');
+    const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip });
+    return { headers: NO_STORE, body: { sent: true, expires_in: expiresIn, code_length: LOGIN.codeLength } };
+  }
+
+  /** Checks the code and signs the user in; failures are recorded as auth.login_failed. */
+  async function signIn(email: string, code: string): Promise<{ cookie: string; sub: string; authTime: number; tenantId: string }> {
+    const outcome = await verifyCode(ctx, email, code);
+    if (!outcome.ok) {
+      if (outcome.tenantId && outcome.clientId) {
+        await recordLoginFailure(deps, { tenantId: outcome.tenantId, clientId: outcome.clientId, email: normalizeEmail(email), reason: outcome.reason })
+          .catch((err) => deps.log.warn({ err: (err as Error).message }, 'login failure event not recorded'));
+      }
+      throw outcome.reason === 'too_many_attempts' ? new InvalidCode('Too many wrong codes: this code no longer works. Request a new one.') : new InvalidCode();
+    }
+    const user = await loginUser(deps, { tenantId: outcome.tenantId, email: normalizeEmail(email), clientId: outcome.clientId });
+    const authTime = Math.floor(Date.now() / 1000);
+    const { id } = await createSession(deps.redis, { tenantId: outcome.tenantId, userId: user.id, email: user.email, authTime });
+    return { cookie: sessionCookie(id, ctx.secureCookies), sub: user.id, authTime, tenantId: outcome.tenantId };
+  }
+
+  async function verify(req: HttpRequest): Promise<Reply> {
+    const { form, data } = readBody(req);
+    if (form) {
+      let it: Interaction;
+      try { it = await browserInteraction(req, data); } catch (err) { return failure(err, false, 'public'); }
+      const email = formString(data, 'email')?.trim() ?? '';
+      const code = formString(data, 'code')?.trim() ?? '';
+      try {
+        const s = await signIn(email, code);
+        if (s.tenantId !== it.request.tenantId) throw new InvalidCode();
+        return { status: 303, headers: { Location: resumeUrl(it), ...NO_STORE }, cookies: [s.cookie] };
+      } catch (err) {
+        if (err instanceof InvalidCode) {
+          const csrf = csrfFor(ctx, req);
+          return codePage({ email, csrf: csrf.token, interaction: it.id, expiresIn: LOGIN.codeTtlSeconds, formTargets: [originOf(it.request.redirectUri)].filter(Boolean), error: err.message, status: 400 });
+        }
+        return failure(err, false, 'public');
+      }
+    }
+    validate(validatorFor('login.emailCodeVerify'), data);
+    const s = await signIn(String(data.email), String(data.code).trim());
+    const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
+    return {
+      headers: NO_STORE, cookies: [s.cookie],
+      body: { authenticated: true, sub: s.sub, auth_time: s.authTime, expires_in: LOGIN.sessionTtlSeconds, ...(it ? { continue: `${issuer}${resumeUrl(it)}` } : {}) },
+    };
+  }
+
+  async function resume(req: HttpRequest): Promise<Reply> {
+    const json = wantsJson(req);
+    try {
+      const it = await loadInteraction(deps.redis, (req.queryData as { interaction: string }).interaction);
+      if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
+      const client = await clientFor(it.request.clientId);
+      const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+      // prompt=login and max_age need a sign-in made after the request arrived.
+      const fresh = !it.request.prompt.includes('login') && it.request.maxAge === undefined ? true : (session?.authTime ?? 0) >= it.createdAt;
+      if (!sessionUsable(session, it.request) || !fresh) {
+        const csrf = csrfFor(ctx, req);
+        if (json) throw new AppError(401, 'unauthorized', 'Sign in first (POST /email-code/verify).');
+        return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, cookies: csrf.cookie ? [csrf.cookie] : undefined });
+      }
+      const done = await completeAuthorization(deps, client, { ...it.request, prompt: it.request.prompt.filter((p) => p !== 'login') }, session, 303);
+      if (done.kind === 'redirect') { await dropInteraction(deps.redis, it.id); return done.reply; }
+      const csrf = csrfFor(ctx, req);
+      return consentPage({ clientName: client.name, email: session.email, scopes: it.request.scope, csrf: csrf.token, interaction: it.id, formTargets: [originOf(it.request.redirectUri)].filter(Boolean), cookies: csrf.cookie ? [csrf.cookie] : undefined });
+    } catch (err) { return failure(err, json); }
+  }
+
+  async function consent(req: HttpRequest): Promise<Reply> {
+    let json = false;
+    try {
+      const { form, data } = readBody(req);
+      json = !form;
+      if (form) checkCsrf(ctx, req, data.csrf_token);
+      const it = await loadInteraction(deps.redis, data.interaction);
+      if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
+      const client = await clientFor(it.request.clientId);
+      const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+      if (!sessionUsable(session, it.request)) throw new AppError(401, 'unauthorized', 'Sign in first.');
+      await dropInteraction(deps.redis, it.id);
+      if (data.decision !== 'allow') {
+        return redirectTo(it.request.redirectUri, issuer, { error: 'access_denied', error_description: 'The user denied access.', state: it.request.state }, 303);
+      }
+      await grantConsent(deps, client, session.userId, it.request.scope);
+      const done = await completeAuthorization(deps, client, { ...it.request, prompt: [] }, session, 303);
+      if (done.kind !== 'redirect') throw new Error('consent was recorded but is not visible');
+      return done.reply;
+    } catch (err) { return failure(err, json); }
+  }
+
+  const routes: Route[] = [
+    {
+      method: 'POST', path: '/email-code/generate', iface: 'public', bodySchema: 'login.emailCodeGenerate', bodyLimit: 8192,
+      doc: { summary: 'Login step 2: email a one-time code (same answer for known and unknown addresses)', tags: ['login'], security: 'none', responses: { 200: 'login.emailCodeSent' }, errors: [400, 403, 404, 422, 429, 503] },
+      handler: generate,
+    },
+    {
+      method: 'POST', path: '/email-code/verify', iface: 'public', bodySchema: 'login.emailCodeVerify', bodyLimit: 8192,
+      doc: { summary: 'Login step 3: check the code and start a session (cookie svc_session)', tags: ['login'], security: 'none', responses: { 200: 'login.emailCodeVerified' }, errors: [400, 403, 422, 503] },
+      handler: verify,
+    },
+    {
+      method: 'GET', path: '/authorize/resume', iface: 'oauth', querySchema: 'query.authorizeResume', html: true,
+      doc: { summary: 'Continue a pending authorization request after sign-in', tags: ['login'], security: 'session', responses: { 200: null, 303: null } },
+      handler: resume,
+    },
+    {
+      method: 'POST', path: '/authorize/consent', iface: 'oauth', html: true, bodyLimit: 8192,
+      doc: { summary: 'Grant or deny a client the requested scopes', tags: ['login'], security: 'session', responses: { 303: null }, errors: [400, 401, 403] },
+      handler: consent,
+    },
+    {
+      method: 'GET', path: '/login/assets/login.css', iface: 'public',
+      handler: () => ({ type: 'text/css; charset=utf-8', headers: { 'Cache-Control': 'public, max-age=3600', 'X-Content-Type-Options': 'nosniff' }, body: LOGIN_CSS }),
+    },
+  ];
+  return routes;
+}

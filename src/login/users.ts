@@ -1,0 +1,41 @@
+import type { Deps } from '../deps.js';
+import { Forbidden } from '../errors.js';
+import { recordEvent } from '../events/outbox.js';
+import { findUserByEmail, insertUser, type User } from '../users/repository.js';
+
+/**
+ * The Postgres side of a successful code check, in one transaction: find the user or create them
+ * (first login, with `user.created`), refuse suspended or locked users (with `auth.login_failed`), and
+ * record `auth.login`. Events are written to the outbox in the same transaction as the change.
+ */
+export async function loginUser(deps: Deps, a: { tenantId: string; email: string; clientId: string }): Promise<User> {
+  const outcome = await deps.sql.begin(async (tx) => {
+    let user = await findUserByEmail(tx, a.tenantId, a.email);
+    if (!user) {
+      user = await insertUser(tx, a.tenantId, { email: a.email, emailVerified: true });
+      // A concurrent first login inserted the same address: use that row.
+      if (!user) user = await findUserByEmail(tx, a.tenantId, a.email);
+      else await recordEvent(tx, { tenantId: a.tenantId, event: 'user.created', data: { user_id: user.id, email: user.email, source: 'email_code' } });
+    }
+    if (!user) throw new Error('user neither found nor created');
+    if (user.status !== 'active') {
+      await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { user_id: user.id, client_id: a.clientId, method: 'email_code', reason: `user_${user.status}` } });
+      return { user, refused: user.status as 'suspended' | 'locked' };
+    }
+    const [updated] = await tx<User[]>`update users set last_login_at = now_ms(), email_verified = true where tenant_id = ${a.tenantId} and id = ${user.id} returning *`;
+    await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login', data: { user_id: user.id, client_id: a.clientId, method: 'email_code' } });
+    return { user: updated ?? user, refused: null };
+  });
+  // The refusal is thrown after commit so its event is kept.
+  if (outcome.refused === 'suspended') throw new Forbidden('user_suspended', 'This account is suspended.');
+  if (outcome.refused === 'locked') throw new Forbidden('user_locked', 'This account is locked.');
+  return outcome.user;
+}
+
+/** A failed code check: `auth.login_failed` for the tenant the code was requested for. */
+export async function recordLoginFailure(deps: Deps, a: { tenantId: string; clientId: string; email: string; reason: string }): Promise<void> {
+  await deps.sql.begin(async (tx) => {
+    const user = await findUserByEmail(tx, a.tenantId, a.email);
+    await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, method: 'email_code', reason: a.reason } });
+  });
+}

@@ -1,0 +1,54 @@
+import { simpleParser } from './parse.js';
+import { SMTPServer } from 'smtp-server';
+import { pathToFileURL } from 'node:url';
+import { extractCode } from './templates.js';
+
+export interface SinkMessage { from: string; to: string[]; raw: string; text: string; subject: string; code: string | undefined }
+
+export interface SmtpSink { port: number; messages: SinkMessage[]; close(): Promise<void> }
+
+/**
+ * A local SMTP server that accepts every message and keeps it in memory: the development mail sink
+ * (`npm start` runs it when SMTP_URL is unset and logs each login code) and the tests' mailbox.
+ */
+export function startSmtpSink(opts: { port?: number; host?: string; onMessage?: (m: SinkMessage) => void } = {}): Promise<SmtpSink> {
+  const messages: SinkMessage[] = [];
+  const server = new SMTPServer({
+    authOptional: true, disabledCommands: ['STARTTLS'], logger: false, size: 1024 * 1024,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        const parsed = simpleParser(raw);
+        const m: SinkMessage = {
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((r) => r.address), raw, text: parsed.text, subject: parsed.subject, code: extractCode(parsed.text),
+        };
+        messages.push(m);
+        opts.onMessage?.(m);
+        callback();
+      });
+    },
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      const addr = server.server.address();
+      resolve({ port: typeof addr === 'object' && addr ? addr.port : 0, messages, close: () => new Promise((r) => server.close(() => r())) });
+    });
+  });
+}
+
+// Run directly (`node dist/src/mail/dev-sink.js --port 2525`): log each message's code for local logins.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const i = process.argv.indexOf('--port');
+  const port = i > 0 ? Number(process.argv[i + 1]) : 2525;
+  const sink = await startSmtpSink({
+    port,
+    onMessage: (m) => console.error(`[mail] to ${m.to.join(', ')}: ${m.subject}${m.code ? `  (code ${m.code})` : ''}`),
+  });
+  console.error(`[mail] development SMTP sink on smtp://127.0.0.1:${sink.port}; login codes are printed here`);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { void sink.close().then(() => process.exit(0)); });
+}

@@ -1,0 +1,77 @@
+import type { Deps } from '../deps.js';
+import type { HttpRequest } from '../http/request.js';
+import type { Reply, Route } from '../http/types.js';
+import { trustedTarget, validateRequest, RedirectableError, type AuthorizationRequest, type Query } from '../login/authorize/index.js';
+import type { Client } from '../clients/model.js';
+import { completeAuthorization, sessionUsable } from '../login/complete.js';
+import { loginContext } from '../login/context.js';
+import { csrfFor } from '../login/csrf.js';
+import { saveInteraction } from '../login/interaction.js';
+import { LOGIN, SESSION_COOKIE } from '../login/options.js';
+import { consentPage, emailPage } from '../login/pages.js';
+import { originOf, redirectTo } from '../login/redirect.js';
+import { failure, wantsJson } from '../login/respond.js';
+import { readSession, type Session } from '../login/sessions.js';
+import { NO_STORE } from './params.js';
+
+/**
+ * GET /authorize (steps 1 and 4 of the login flow). Checks run as small named steps: client and
+ * redirect URI first (failures shown as a page, never redirected), then the rest (failures sent back
+ * to the redirect URI). With a usable session it issues the code; with prompt=none and none it answers
+ * login_required; otherwise it shows the login page (or, to API clients, a JSON login_required).
+ */
+export function authorizeRoutes(deps: Deps): Route[] {
+  const ctx = loginContext(deps);
+  const { issuer } = deps.config;
+
+  async function handle(req: HttpRequest): Promise<Reply> {
+    const json = wantsJson(req);
+    const q = (req.queryData ?? {}) as Query;
+    let target;
+    try { target = await trustedTarget(deps, q); } catch (err) { return failure(err, json); }
+    const { client } = target;
+    let areq: AuthorizationRequest;
+    try {
+      areq = validateRequest(client, target, q);
+    } catch (err) {
+      if (!(err instanceof RedirectableError)) throw err;
+      const state = typeof q.state === 'string' && q.state !== '' ? q.state : undefined;
+      return redirectTo(target.redirectUri, issuer, { error: err.oauthCode, error_description: err.message, state });
+    }
+    const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+    if (!areq.prompt.includes('login') && sessionUsable(session, areq)) {
+      const done = await completeAuthorization(deps, client, areq, session);
+      if (done.kind === 'redirect') return done.reply;
+      return askConsent(req, client, areq, session, json);
+    }
+    if (areq.prompt.includes('none')) {
+      return redirectTo(areq.redirectUri, issuer, { error: 'login_required', error_description: 'The user is not signed in.', state: areq.state });
+    }
+    const it = await saveInteraction(deps.redis, areq);
+    if (json) {
+      return {
+        headers: NO_STORE,
+        body: {
+          login_required: true, interaction: it.id, client_id: client.clientId, client_name: client.name, scope: areq.scope.join(' '),
+          expires_in: LOGIN.interactionTtlSeconds,
+          email_code: { generate: `${issuer}/email-code/generate`, verify: `${issuer}/email-code/verify`, code_length: LOGIN.codeLength },
+        },
+      };
+    }
+    const csrf = csrfFor(ctx, req);
+    return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email: areq.loginHint, cookies: csrf.cookie ? [csrf.cookie] : undefined });
+  }
+
+  async function askConsent(req: HttpRequest, client: Client, areq: AuthorizationRequest, session: Session, json: boolean): Promise<Reply> {
+    const it = await saveInteraction(deps.redis, areq);
+    if (json) return { headers: NO_STORE, body: { consent_required: true, interaction: it.id, client_id: client.clientId, client_name: client.name, scope: areq.scope.join(' '), consent: `${issuer}/authorize/consent` } };
+    const csrf = csrfFor(ctx, req);
+    return consentPage({ clientName: client.name, email: session.email, scopes: areq.scope, csrf: csrf.token, interaction: it.id, formTargets: [originOf(areq.redirectUri)].filter(Boolean), cookies: csrf.cookie ? [csrf.cookie] : undefined });
+  }
+
+  return [{
+    method: 'GET', path: '/authorize', iface: 'oauth', querySchema: 'query.authorize', html: true,
+    doc: { summary: 'Authorization endpoint (login flow steps 1 and 4): login page, or the authorization code with a session', tags: ['login'], security: 'session', responses: { 200: null, 302: null }, errors: [400, 403, 503] },
+    handler: handle,
+  }];
+}

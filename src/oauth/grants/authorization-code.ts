@@ -1,0 +1,87 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { GRANT } from '../../clients/model.js';
+import type { Deps } from '../../deps.js';
+import { OAuthError } from '../../errors.js';
+import { recordIssued, redeemCode, type IssuedFromCode } from '../../login/codes.js';
+import { revokeFamily, storeRefreshToken } from '../../tokens/refresh-tokens.js';
+import { sha256b64url } from '../../tokens/secrets.js';
+import { issueIdToken } from '../id-token.js';
+import { one, required } from '../params.js';
+import { audClaim, resolveTargets, ttlFor, type Grant } from './grant.js';
+
+const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+const invalidGrant = (why = 'The authorization code is invalid.') => new OAuthError('invalid_grant', why);
+
+/** Revokes what a replayed code's first redemption issued (RFC 6749 4.1.2, RFC 9700 4.5). */
+async function revokeIssued(deps: Deps, tenant: string, issued: IssuedFromCode): Promise<void> {
+  await deps.tokens.revocations.revoke(tenant, issued.accessJti, issued.accessExp);
+  if (issued.refreshFamily) await revokeFamily(deps.sql, tenant, issued.refreshFamily);
+}
+
+function pkceMatches(verifier: string, challenge: string): boolean {
+  const computed = Buffer.from(createHash('sha256').update(verifier, 'ascii').digest('base64url'));
+  const expected = Buffer.from(challenge);
+  return computed.length === expected.length && timingSafeEqual(computed, expected);
+}
+
+/**
+ * RFC 6749 4.1.3 with PKCE (RFC 7636) and OpenID Connect: the code is single-use and bound to the
+ * client, redirect URI, challenge, nonce and scope. Issues an access token, an ID token when openid was
+ * granted, and a refresh token when the client may refresh and asked for offline_access or is first-party.
+ */
+export const authorizationCode: Grant = {
+  type: GRANT.authorizationCode,
+  async handle(deps, client, form) {
+    const code = required(form, 'code');
+    const redemption = await redeemCode(deps.redis, code);
+    if (redemption.kind === 'unknown') throw invalidGrant();
+    const rec = redemption.record;
+    if (redemption.kind === 'replay') {
+      if (redemption.issued && rec.clientId === client.clientId) await revokeIssued(deps, rec.tenantId, redemption.issued);
+      deps.log.warn({ client_id: client.clientId }, 'authorization code replay: tokens from its first use revoked');
+      throw invalidGrant('The authorization code was already used.');
+    }
+    if (rec.clientId !== client.clientId || rec.tenantId !== client.tenantId) throw invalidGrant();
+    if (rec.exp <= Math.floor(Date.now() / 1000)) throw invalidGrant('The authorization code has expired.');
+    const redirectUri = one(form, 'redirect_uri');
+    if (rec.redirectUriGiven ? redirectUri !== rec.redirectUri : redirectUri !== undefined && redirectUri !== rec.redirectUri) {
+      throw invalidGrant('redirect_uri does not match the authorization request.');
+    }
+    const verifier = one(form, 'code_verifier');
+    if (rec.codeChallenge) {
+      if (verifier === undefined) throw invalidGrant('code_verifier is required.');
+      if (!VERIFIER.test(verifier) || !pkceMatches(verifier, rec.codeChallenge)) throw invalidGrant('The code_verifier does not match the code_challenge.');
+    } else if (verifier !== undefined) {
+      // RFC 9700 4.8.2: a verifier for a code issued without a challenge is a downgrade attempt.
+      throw invalidGrant('code_verifier was sent but the authorization request had no code_challenge.');
+    }
+
+    const scope = rec.scope.join(' ');
+    const { aud } = resolveTargets(client, form, deps.config.issuer);
+    const ttl = ttlFor(deps, client);
+    const at = await deps.tokens.accessTokens.issue({
+      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: { auth_time: rec.authTime },
+    });
+    const body: Record<string, unknown> = { access_token: at.token, token_type: 'Bearer', expires_in: ttl, scope };
+    const issued: IssuedFromCode = { accessJti: at.jti, accessExp: at.exp };
+    const [idToken, refresh] = await Promise.all([
+      rec.scope.includes('openid')
+        ? issueIdToken(deps, { clientId: client.clientId, sub: rec.userId, email: rec.email, emailVerified: true, authTime: rec.authTime, nonce: rec.nonce, accessToken: at.token, tenant: rec.tenantId })
+        : undefined,
+      client.grantTypes.includes(GRANT.refreshToken) && (rec.scope.includes('offline_access') || client.firstParty)
+        ? storeRefreshToken(deps.sql, {
+          tenantId: rec.tenantId, clientId: client.clientId, sub: rec.userId, scope, accessJti: at.jti, authTime: rec.authTime * 1000,
+          claims: { aud: audClaim(aud) }, ttlSeconds: client.refreshTokenTtl ?? deps.config.refreshTokenTtlSeconds, generation: deps.tokens.sharding.current(client.clientId),
+        })
+        : undefined,
+    ]);
+    if (refresh) { body.refresh_token = refresh; issued.refreshFamily = sha256b64url(refresh); }
+    if (idToken) body.id_token = idToken;
+    if (await recordIssued(deps.redis, redemption.codeHash, issued)) {
+      // A replay arrived while these were being issued: they must not be used either.
+      await revokeIssued(deps, rec.tenantId, issued);
+      throw invalidGrant('The authorization code was already used.');
+    }
+    return body;
+  },
+};

@@ -1,0 +1,43 @@
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import nodemailer from 'nodemailer';
+import type { Config } from '../src/config.js';
+import type { Logger } from '../src/log.js';
+import { EMAIL_QUEUE, emailQueuePrefix, type EmailJob } from '../src/mail/queue.js';
+import { mailKey, unseal } from '../src/mail/seal.js';
+import { loginCodeMail } from '../src/mail/templates.js';
+
+export interface RunningEmailWorker { close(): Promise<void> }
+
+/**
+ * The email worker process: a BullMQ consumer that renders each job and sends it with nodemailer over
+ * SMTP_URL. Started by the supervisor for role `email-worker` (and in-process by tests).
+ */
+export async function startEmailWorker(config: Config, log: Logger): Promise<RunningEmailWorker> {
+  const transport = nodemailer.createTransport(config.smtpUrl, { from: config.mailFrom });
+  const key = mailKey(config.keyEncryptionKey);
+  // Workers retry Redis forever (BullMQ requires maxRetriesPerRequest null on consumer connections).
+  const connection = new Redis(config.queueRedisUrl, { maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(100 * 2 ** Math.min(n, 5), 3000) });
+  connection.on('error', () => {});
+  const worker = new Worker<EmailJob>(EMAIL_QUEUE, async (job: Job<EmailJob>) => {
+    const d = job.data;
+    if (d?.template !== 'login_code' || typeof d.to !== 'string') throw new UnrecoverableError('unknown email job');
+    let code: string;
+    try { code = unseal(key, d.sealed, d.to); } catch { throw new UnrecoverableError('sealed code cannot be opened'); }
+    const mail = loginCodeMail(code, d.clientName, d.expiresInSeconds);
+    await transport.sendMail({ from: config.mailFrom, to: d.to, subject: mail.subject, text: mail.text, html: mail.html });
+    return 'sent';
+  }, { connection, prefix: emailQueuePrefix(config), concurrency: config.emailConcurrency });
+  worker.on('error', (err) => log.warn({ err: err.message }, 'email worker error'));
+  // Never log the address or the code: the job id is enough to correlate.
+  worker.on('failed', (job, err) => log.warn({ job: job?.id, attempts: job?.attemptsMade, err: err.message }, 'email job failed'));
+  await worker.waitUntilReady();
+  let closing: Promise<void> | undefined;
+  return {
+    close: () => (closing ??= (async () => {
+      await worker.close();
+      transport.close();
+      await connection.quit().catch(() => connection.disconnect());
+    })()),
+  };
+}
