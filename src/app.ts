@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
+import { webhookRoutes } from './admin/webhooks.js';
 import { adminRoutes } from './admin/index.js';
 import { loginModules } from './login/index.js';
 import { discoveryRoutes } from './oauth/discovery.js';
@@ -20,6 +21,7 @@ export function buildRouter(deps: Deps): Router {
   const router = new Router();
   const modules: Route[][] = [
     healthRoutes(deps),
+    webhookRoutes(deps),
     adminRoutes(deps),
     discoveryRoutes(deps, () => router),
     loginModules(deps),

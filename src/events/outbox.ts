@@ -1,4 +1,4 @@
-import type { TxSql } from '../store/sql.js';
+import type { Sql, TxSql } from '../store/sql.js';
 import { isEventName, type EventName } from './names.js';
 
 /** Channel the relay LISTENs on; a NOTIFY inside the writer's transaction is delivered at commit. */
@@ -21,4 +21,9 @@ export async function recordEvent(tx: TxSql, e: DomainEvent): Promise<void> {
   if (e.data === null || typeof e.data !== 'object' || Array.isArray(e.data)) throw new TypeError('event data must be an object');
   await tx`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(e.data as never)})`;
   await tx`select pg_notify(${OUTBOX_CHANNEL}, '')`;
+}
+
+/** Wakes the relay at commit (used after a manual retry makes a delivery due). */
+export async function notifyRelay(db: Sql | TxSql): Promise<void> {
+  await db`select pg_notify(${OUTBOX_CHANNEL}, '')`;
 }

@@ -50,8 +50,8 @@ export function newWebhookId(): string {
 }
 
 /** Opaque keyset cursor over (time desc, id desc). */
-export function encodeCursor(time: number, id: string): string {
-  return Buffer.from(JSON.stringify([time, id])).toString('base64url');
+export function encodeCursor(time: number | bigint, id: string): string {
+  return Buffer.from(JSON.stringify([Number(time), id])).toString('base64url');
 }
 export function decodeCursor(cursor: string | undefined): [number, string] | undefined {
   if (!cursor) return undefined;

@@ -6,15 +6,16 @@ import { retryDelivery } from '../../src/webhooks/repository.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { testConfig } from '../helpers/env.js';
 import { waitFor } from '../helpers/processes.js';
-import { addWebhook, createTenant, emit, startReceiver, testSql } from './fixtures.js';
+import { addWebhook, createTenant, emit, isolatedDatabase, startReceiver, testSql } from './fixtures.js';
 
 // Delivery end to end: events committed to the outbox reach real loopback receivers through the relay
 // and the BullMQ worker running in this process, against the shared test Postgres and Redis.
-const config = testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CONCURRENCY: '8' });
+const db = await isolatedDatabase();
+const config = testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CONCURRENCY: '8', DATABASE_URL: db.url });
 const sql = testSql(config);
 const worker = await startWebhookWorker(config, createLogger('silent'), { relay: { pollMs: 100 } });
 const tenant = await createTenant(sql);
-t.teardown(async () => { await worker.close(); await sql.end({ timeout: 2 }); });
+t.teardown(async () => { await worker.close(); await sql.end({ timeout: 2 }); await db.drop(); });
 
 const SECRET = 'whsec_independent_check_secret_1';
 

@@ -4,6 +4,8 @@ import type { Config } from '../../src/config.js';
 import { recordEvent, type DomainEvent } from '../../src/events/outbox.js';
 import { createSql, type Sql } from '../../src/store/sql.js';
 import { insertWebhook, newWebhookId, type WebhookInput, type WebhookRow } from '../../src/webhooks/repository.js';
+import { migrate } from '../../src/store/migrate.js';
+import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
 
 export interface Received {
@@ -56,4 +58,14 @@ export async function addWebhook(sql: Sql, config: Config, tenantId: string, inp
 /** Commits one event the way features do: inside their own transaction. */
 export async function emit(sql: Sql, e: DomainEvent): Promise<void> {
   await sql.begin((tx) => recordEvent(tx, e));
+}
+
+/**
+ * A database of this test file's own, migrated. The relay serves every tenant of its database (as in
+ * production), so files that run relays in parallel must not share one, or they would deliver each other's events.
+ */
+export async function isolatedDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const db = await tempDatabase();
+  await migrate(db.sql);
+  return { url: db.url, drop: db.drop };
 }

@@ -1,0 +1,33 @@
+import { deliveryHeaders, newDeliveryId } from './message.js';
+import { postWebhook } from './sender.js';
+
+/** Event name of a test without a named event type; receivers can recognise and ignore it. */
+export const TEST_EVENT = 'webhook.test';
+
+/** Illustrative data per event group, marked `test: true` so receivers never act on it. */
+function sampleData(event: string, webhookId: string): Record<string, unknown> {
+  const base = { test: true, webhook_id: webhookId };
+  if (event.startsWith('user.') || event.startsWith('auth.')) return { ...base, user_id: 'usr_test' };
+  if (event === 'role.assigned' || event === 'role.unassigned') return { ...base, user_id: 'usr_test', role: 'test-role' };
+  if (event.startsWith('policy.')) return { ...base, policy_id: 'pol_test' };
+  if (event.startsWith('security.')) return { ...base, user_id: 'usr_test', reason: 'test' };
+  return base;
+}
+
+export interface TestResult {
+  success: boolean; webhook_id: string; url: string; status_code?: number; response_body: string | null; error?: string;
+  duration_ms: number; timestamp: string; headers_sent: string[];
+}
+
+/** Sends one signed test delivery synchronously (spec "webhook test result", shape A). Not recorded as a delivery. */
+export async function sendTest(w: { id: string; url: string; headers: Record<string, string>; timeout_s: number }, secret: string, event: string | undefined, allowPrivate: boolean): Promise<TestResult> {
+  const name = event ?? TEST_EVENT;
+  const timestamp = new Date().toISOString();
+  const body = JSON.stringify({ event: name, timestamp, data: sampleData(name, w.id) });
+  const headers = deliveryHeaders({ secret, event: name, deliveryId: newDeliveryId(), body, custom: w.headers });
+  const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, allowPrivate);
+  const out: TestResult = { success: r.ok, webhook_id: w.id, url: w.url, response_body: r.body, duration_ms: r.durationMs, timestamp, headers_sent: Object.keys(headers) };
+  if (r.status !== null && r.status >= 100 && r.status <= 599) out.status_code = r.status;
+  if (r.error) out.error = r.error;
+  return out;
+}
