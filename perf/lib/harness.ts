@@ -50,7 +50,9 @@ export async function measure(lg: LoadGen, t: Target, s: Scenario, o: Opts, f: M
   const lo = ladderOpts(s, o);
   run.steps = await runLadder(lg, t, s, fixturesId, lo, f.rates);
   run.capacity = capacityOf(run.steps);
-  say(`${t.name} ${s.name}: capacity ${run.capacity} ${s.unit}`);
+  run.sloMs = s.sloMs;
+  run.capacityAtSlo = capacityOf(run.steps, s.sloMs, s.unit === 'logins/s');
+  say(`${t.name} ${s.name}: capacity ${run.capacity} ${s.unit}; within p95 <= ${s.sloMs} ms: ${run.capacityAtSlo} ${s.unit}`);
   if (f.overload && run.capacity > 0) run.overload = await runOverload(lg, t, s, fixturesId, run.capacity, lo);
   if (f.soak) {
     const rate = o['soak-rate'] ? num(o, 'soak-rate', 0) : Math.round(run.capacity * 0.7);

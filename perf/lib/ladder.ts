@@ -1,7 +1,7 @@
 import type { Scenario } from '../scenarios/types.js';
 import type { LoadGen } from './loadgen.js';
 import { ProcSampler, type ProcFigures } from './procstat.js';
-import type { Target } from './target.js';
+import { storagePids, type Target } from './target.js';
 import { say, sleep, type Pcts } from './util.js';
 
 export interface LadderOpts {
@@ -53,6 +53,8 @@ export interface Step {
   kinds: Record<string, number>;
   notes: Record<string, number>;
   procs: ProcFigures[];
+  /** Postgres (all backends) and Redis CPU/RSS during the step, when they run on this machine. */
+  storage: Array<{ label: string; cpuPct: number; rssMb: number }>;
   serverCpuPct: number;
   serverRssMb: number;
   loadgenCpuPct: number;
@@ -71,8 +73,17 @@ export async function runStep(lg: LoadGen, t: Target, s: Scenario, fixturesId: s
   const offeredReqs = Math.max(1, Math.round(offered * s.reqsPerUnit));
   const connections = conns ?? connectionsFor(offeredReqs, o);
   const sampler = new ProcSampler(() => t.pids(), 1000).start();
+  const storageSampler = t.name === 'svc' ? new ProcSampler(storagePids, 2000).start() : undefined;
   const raw = await lg.run({ scenario: s.name, fixturesId, url: t.url, rate: offeredReqs, durationS, connections, timeoutS: o.timeoutS, pacing: o.pacing });
   const procs = sampler.stop();
+  const storage: Step['storage'] = [];
+  for (const p of storageSampler?.stop() ?? []) {
+    const label = /redis/.test(p.label) ? 'redis' : 'postgres';
+    let g = storage.find((x) => x.label === label);
+    if (!g) storage.push((g = { label, cpuPct: 0, rssMb: 0 }));
+    g.cpuPct = Math.round((g.cpuPct + p.cpuPct) * 10) / 10;
+    g.rssMb = Math.round((g.rssMb + p.rssMbMax) * 10) / 10;
+  }
   const secs = raw.elapsedS;
   const achievedReqs = raw.responses / secs;
   const non2xx: Record<string, number> = {};
@@ -94,12 +105,12 @@ export async function runStep(lg: LoadGen, t: Target, s: Scenario, fixturesId: s
     statuses: raw.statuses, non2xx, errors: raw.errors, timeouts: raw.timeouts,
     checked: raw.checked, shed: raw.shed, shedPct: r1(shedPct),
     misclassified: raw.misclassified, misclassifiedTotal: raw.misclassifiedTotal, kinds: raw.kinds, notes: raw.notes,
-    procs, serverCpuPct: r1(procs.reduce((a, p) => a + p.cpuPct, 0)), serverRssMb: r1(procs.reduce((a, p) => a + p.rssMbMax, 0)),
+    procs, storage, serverCpuPct: r1(procs.reduce((a, p) => a + p.cpuPct, 0)), serverRssMb: r1(procs.reduce((a, p) => a + p.rssMbMax, 0)),
     loadgenCpuPct: raw.loadgenCpuPct, saturated: why.length > 0, why: why.join('; '),
   };
   const lat = s.unit === 'logins/s' ? `login p95 ${step.flows?.p95 ?? '-'} ms, req p95 ${step.latencyServed.p95} ms` : `p50 ${step.latencyServed.p50} p95 ${step.latencyServed.p95} p99 ${step.latencyServed.p99} max ${step.latencyServed.max} ms`;
   say(`${t.name} ${s.name} ${kind} ${offered} ${s.unit}: achieved ${step.achieved} (${step.good} good), ${lat}, ` +
-    `non-2xx ${JSON.stringify(non2xx)}, misclassified ${step.misclassifiedTotal}, shed ${step.shed}, server CPU ${step.serverCpuPct}% RSS ${step.serverRssMb} MB, loadgen CPU ${step.loadgenCpuPct}%${step.saturated ? ` [saturated: ${step.why}]` : ''}`);
+    `non-2xx ${JSON.stringify(non2xx)}, misclassified ${step.misclassifiedTotal}, shed ${step.shed}, server CPU ${step.serverCpuPct}% RSS ${step.serverRssMb} MB, loadgen CPU ${step.loadgenCpuPct}%${storage.length ? `, ${storage.map((g) => `${g.label} CPU ${g.cpuPct}%`).join(', ')}` : ''}${step.saturated ? ` [saturated: ${step.why}]` : ''}`);
   return step;
 }
 
@@ -131,8 +142,10 @@ export async function runLadder(lg: LoadGen, t: Target, s: Scenario, fixturesId:
 }
 
 /** Highest rate of correct answers among unsaturated steps (else the highest seen at all). */
-export function capacityOf(steps: Step[]): number {
-  const ok = steps.filter((s) => s.kind === 'step' && !s.saturated);
+export function capacityOf(steps: Step[], sloMs?: number, login = false): number {
+  const within = (s: Step) => sloMs === undefined || ((login ? s.flows?.p95 : s.latencyServed.p95) ?? Infinity) <= sloMs;
+  const ok = steps.filter((s) => s.kind === 'step' && !s.saturated && within(s));
+  if (sloMs !== undefined) return Math.max(0, ...ok.map((s) => s.good));
   const pool = ok.length ? ok : steps.filter((s) => s.kind === 'step');
   return Math.max(0, ...pool.map((s) => s.good));
 }

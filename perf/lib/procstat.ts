@@ -60,7 +60,7 @@ export function pidsListeningOn(port: number): number[] {
   for (const m of text.matchAll(/pid=(\d+)/g)) pids.add(Number(m[1]));
   for (const p of [...pids]) {
     const pp = ppidOf(p);
-    if (pp && pp > 1 && /cli\.js|node/.test(cmdline(pp))) pids.add(pp);
+    if (pp && pp > 1 && /cli\.js/.test(cmdline(pp))) pids.add(pp);
   }
   return [...pids];
 }

@@ -16,6 +16,9 @@ export interface ScenarioRun {
   notes: string[];
   steps: Step[];
   capacity?: number;
+  /** Highest correct-answer rate of an unsaturated step whose p95 met the issue's target. */
+  capacityAtSlo?: number;
+  sloMs?: number;
   overload?: Step;
   soak?: Soak;
 }
@@ -86,12 +89,12 @@ const COLORS: Record<string, string> = { svc: '#1f6feb', 'oidc-provider': '#d977
 
 function stepRows(run: ScenarioRun, steps: Step[]): string {
   const login = run.unit === 'logins/s';
-  const head = `<tr><th>kind</th><th>offered ${esc(run.unit)}</th><th>achieved</th><th>good/s</th><th>conns</th>${login ? '<th>login p50/p95 ms</th>' : ''}<th>p50</th><th>p95</th><th>p99</th><th>max</th><th>p95 2xx</th><th>p95 503</th><th>non-2xx by status</th><th>misclassified</th><th>err/timeouts</th><th>server CPU %</th><th>server RSS MB</th><th>loadgen CPU %</th><th>saturated</th></tr>`;
+  const head = `<tr><th>kind</th><th>offered ${esc(run.unit)}</th><th>achieved</th><th>good/s</th><th>conns</th>${login ? '<th>login p50/p95 ms</th>' : ''}<th>p50</th><th>p95</th><th>p99</th><th>max</th><th>p95 2xx</th><th>p95 503</th><th>non-2xx by status</th><th>misclassified</th><th>err/timeouts</th><th>server CPU %</th><th>server RSS MB</th><th>loadgen CPU %</th><th>storage CPU %</th><th>saturated</th></tr>`;
   const rows = steps.map((s) => `<tr class="${s.saturated ? 'sat' : ''}"><td>${s.kind}</td><td>${fmt(s.offered)}</td><td>${fmt(s.achieved)}</td><td>${fmt(s.good)}</td><td>${s.connections}</td>` +
     (login ? `<td>${fmt(s.flows?.p50)} / ${fmt(s.flows?.p95)}</td>` : '') +
     `<td>${fmt(s.latencyServed.p50)}</td><td>${fmt(s.latencyServed.p95)}</td><td>${fmt(s.latencyServed.p99)}</td><td>${fmt(s.latencyServed.max)}</td><td>${fmt(s.latency2xx.p95)}</td><td>${fmt(s.latencyShed.p95)}</td>` +
     `<td>${esc(Object.entries(s.non2xx).map(([k, v]) => `${k}:${v}`).join(' ') || '–')}</td><td>${s.misclassifiedTotal}${s.misclassifiedTotal ? ` <small>${esc(JSON.stringify(s.misclassified))}</small>` : ''}</td>` +
-    `<td>${s.errors}/${s.timeouts}</td><td>${fmt(s.serverCpuPct)} <small>${esc(s.procs.map((p) => `${p.label}:${fmt(p.cpuPct)}`).join(' '))}</small></td><td>${fmt(s.serverRssMb)}</td><td>${fmt(s.loadgenCpuPct)}</td><td>${s.saturated ? esc(s.why) : ''}</td></tr>`).join('');
+    `<td>${s.errors}/${s.timeouts}</td><td>${fmt(s.serverCpuPct)} <small>${esc(s.procs.map((p) => `${p.label}:${fmt(p.cpuPct)}`).join(' '))}</small></td><td>${fmt(s.serverRssMb)}</td><td>${fmt(s.loadgenCpuPct)}</td><td>${esc((s.storage ?? []).map((g) => `${g.label}:${fmt(g.cpuPct)}`).join(' ') || '–')}</td><td>${s.saturated ? esc(s.why) : ''}</td></tr>`).join('');
   return `<table>${head}${rows}</table>`;
 }
 
@@ -141,7 +144,7 @@ small{color:#666}</style></head><body>`);
       if (!r.available) { parts.push(`<p class="bad">Not measured: ${esc(r.unavailable)}</p>`); continue; }
       if (r.notes.length) parts.push(`<p class="note">${r.notes.map(esc).join('<br>')}</p>`);
       parts.push(`<p class="note">Calibration (sequential probes before load): ${esc(Object.entries(r.calibration).map(([k, v]) => `${k}: ${v}`).join(' · '))}</p>`);
-      parts.push(`<p>Capacity (highest rate of correct answers in an unsaturated step): <b>${fmt(r.capacity)} ${esc(r.unit)}</b></p>`);
+      parts.push(`<p>Capacity (highest rate of correct answers in an unsaturated step): <b>${fmt(r.capacity)} ${esc(r.unit)}</b> · within the p95 target of ${fmt(r.sloMs)} ms${r.unit === 'logins/s' ? ' per login' : ''}: <b>${fmt(r.capacityAtSlo)} ${esc(r.unit)}</b></p>`);
       parts.push(stepRows(r, r.steps));
       if (r.overload) {
         const o = r.overload;

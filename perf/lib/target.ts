@@ -1,7 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { descendants, pidsListeningOn } from './procstat.js';
+export { storagePids };
 import { RESULTS_DIR, ROOT, freePort, http, say, sleep } from './util.js';
 
 export interface Bootstrap {
@@ -129,8 +131,9 @@ export async function startSvc(o: StartOpts): Promise<StartedSvc> {
     env.SVC_ROLE = 'http';
     env.WORKERS = '1';
     env.NO_UPDATE_NOTIFIER = '1';
+    env.NO_INSIGHT = '1'; // no usage-statistics prompt (it makes clinic exit silently without a TTY) and no telemetry
     // detached: its own process group, so the stop signal reaches clinic and the profiled process like a Ctrl-C.
-    child = spawn(bin, [o.clinic.tool, '--open=false', `--dest=${o.clinic.dest}`, '--', process.execPath, CLI, 'start'],
+    child = spawn(bin, [o.clinic.tool, '--open=false', `--dest=${o.clinic.dest}`, '--', process.execPath, '--import', pathToFileURL(path.join(ROOT, 'dist', 'perf', 'clinic-preload.js')).href, CLI, 'start'],
       { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const tee = (b: Buffer) => { clinicText += b.toString(); fs.writeSync(log, b); };
     child.stdout!.on('data', tee);
@@ -145,7 +148,9 @@ export async function startSvc(o: StartOpts): Promise<StartedSvc> {
   const stop = async () => {
     if (exited || !child.pid) return;
     say(`stopping svc (pid ${child.pid})`);
-    if (o.clinic) { try { process.kill(-child.pid, 'SIGINT'); } catch { /* gone */ } } else child.kill('SIGTERM');
+    // Under clinic: signal only the profiled process (it drains and exits); clinic sees it exit and
+    // writes its report. Signalling clinic too (a terminal Ctrl-C) can truncate the last sample.
+    if (o.clinic) { for (const p of pids()) { try { process.kill(p, 'SIGINT'); } catch { /* gone */ } } } else child.kill('SIGTERM');
     // clinic analyses its data after the process stops: give it minutes, not seconds.
     const end = Date.now() + (o.clinic ? 300_000 : 15_000);
     while (!exited && Date.now() < end) await sleep(100);
@@ -182,4 +187,15 @@ export function attachSvc(url: string, bootstrapFile: string | undefined, pid?: 
     setting: `running server at ${url} (not started by the harness)`,
     stop: async () => {},
   };
+}
+
+/** Postgres (postmaster and its backends) and Redis serving this run, from DATABASE_URL / REDIS_URL ports. */
+function storagePids(): number[] {
+  const out: number[] = [];
+  for (const [v, def] of [[process.env.DATABASE_URL, 5432], [process.env.REDIS_URL, 6379]] as const) {
+    let port: number = def;
+    try { if (v) port = Number(new URL(v).port) || def; } catch { /* default */ }
+    for (const p of pidsListeningOn(port)) out.push(...descendants(p));
+  }
+  return [...new Set(out)];
 }

@@ -19,6 +19,7 @@ function classify(status: number, body: string, signed: boolean): string | null 
 export const clientCredentials: Scenario = {
   name: 'client-credentials',
   unit: 'req/s', reqsPerUnit: 1, start: 250, factor: 1.5,
+  sloMs: 50,
   describe: 'POST /token grant_type=client_credentials (issuance alone; svc signs each token with RS256)',
 
   async prepare(t: Target, opts: Opts): Promise<Prepared> {

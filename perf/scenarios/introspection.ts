@@ -60,6 +60,7 @@ async function makeTokens(t: Target, n: number): Promise<{ valid: string[]; revo
 export const introspection: Scenario = {
   name: 'introspection',
   unit: 'req/s', reqsPerUnit: 1, start: 1000, factor: 1.6,
+  sloMs: 20,
   describe: 'POST /introspect from several resource-server clients; 80% valid, 10% revoked, 10% expired tokens',
 
   async prepare(t: Target, opts: Opts): Promise<Prepared> {
@@ -75,7 +76,8 @@ export const introspection: Scenario = {
       const tag = stamp();
       for (let i = 0; i < extra; i++) {
         try {
-          const c = cliJson(['clients', 'create', '--tenant', t.bootstrap!.tenant_id, '--name', `perf-rs-${i}-${tag}`, '--grant-types', 'client_credentials', '--json']);
+          const c = cliJson(['clients', 'create', '--tenant', t.bootstrap!.tenant_id, '--name', `perf-rs-${i}-${tag}`, '--grant-types', 'client_credentials',
+            '--introspect', '--audience', t.bootstrap!.clients.resource_server.audience, '--strict', '--json']);
           if (c?.client_id && c?.client_secret) clients.push({ client_id: c.client_id, client_secret: c.client_secret });
         } catch (e) { notes.push(`extra resource-server client not created: ${(e as Error).message}`); break; }
       }

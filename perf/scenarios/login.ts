@@ -17,6 +17,7 @@ let counter = 0;
 export const login: Scenario = {
   name: 'login',
   unit: 'logins/s', reqsPerUnit: 5, start: 25, factor: 1.5, smtp: true,
+  sloMs: 300,
   describe: 'five-request login flow per login (authorize, email-code generate, verify, authorize prompt=none, token)',
 
   async prepare(t: Target): Promise<Prepared> {

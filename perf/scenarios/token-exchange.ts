@@ -27,6 +27,7 @@ function classify(kind: Kind, status: number, body: string): string | null {
 export const tokenExchange: Scenario = {
   name: 'token-exchange',
   unit: 'req/s', reqsPerUnit: 1, start: 500, factor: 1.5,
+  sloMs: 50,
   describe: 'POST /token token exchange; 70% valid (14% of those with actor_token), 10% expired, 10% bad signature, 10% revoked subject tokens',
 
   async prepare(t: Target, opts: Opts): Promise<Prepared> {

@@ -21,6 +21,8 @@ export interface Scenario {
   start: number;
   factor: number;
   smtp?: boolean;
+  /** Issue 7's p95 target for this scenario (per login for login), ms; capacity is also reported within it. */
+  sloMs: number;
   describe: string;
   /** Main process: makes real tokens/clients through the target's own endpoints and CLI. */
   prepare(target: Target, opts: Opts): Promise<Prepared>;
