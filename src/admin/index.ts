@@ -2,6 +2,7 @@ import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
 import { auditLogRoutes } from './audit-log.js';
 import { clientRoutes } from './clients.js';
+import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
 import { userRoutes } from './users.js';
 
@@ -12,5 +13,6 @@ export function adminRoutes(deps: Deps): Route[] {
     ...userRoutes(deps),
     ...roleRoutes(deps),
     ...clientRoutes(deps),
+    ...principalRoutes(deps),
   ];
 }
