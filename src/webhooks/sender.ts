@@ -31,6 +31,7 @@ export function postWebhook(url: string, headers: Record<string, string>, body: 
   const elapsed = () => Number((process.hrtime.bigint() - started) / 1_000_000n);
   return new Promise((resolve) => {
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (r: Omit<SendResult, 'durationMs'>) => {
       if (done) return;
       done = true;
@@ -62,7 +63,7 @@ export function postWebhook(url: string, headers: Record<string, string>, body: 
       });
       res.on('error', (err) => finish({ ok: false, status: res.statusCode ?? null, body: null, error: describe(err) }));
     });
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       req.destroy();
       finish({ ok: false, status: null, body: null, error: `timeout after ${Math.round(timeoutMs / 1000)} s` });
     }, timeoutMs);
