@@ -21,6 +21,8 @@ export interface Config {
   readonly maxInflight: number;
   readonly region: string;
   readonly cryptoThreads: number;
+  /** Where RSA/EC signature verification runs: inline on the event loop, or batched in the crypto pool. */
+  readonly cryptoVerify: 'inline' | 'pool';
   /** Max queued crypto tasks per HTTP process before requests are shed. */
   readonly cryptoQueueMax: number;
   readonly keyEncryptionKey: Buffer;
@@ -70,6 +72,11 @@ export function loadConfig(env: Env = process.env): Config {
     if (raw === 'false' || raw === '0') return false;
     problems.push(`${name} must be true or false, got "${raw}"`);
     return def;
+  };
+  const oneOf = <T extends string>(name: string, def: T, values: readonly T[]): T => {
+    const v = str(name, def);
+    if (!values.includes(v as T)) { problems.push(`${name} must be one of ${values.join(', ')}, got "${v}"`); return def; }
+    return v as T;
   };
   const url = (name: string, def: string, protocols: string[]): string => {
     const v = str(name, def);
@@ -122,6 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxInflight: int('MAX_INFLIGHT', 2048, 1, 1_000_000),
     region,
     cryptoThreads: int('CRYPTO_THREADS', Math.max(1, cpus - 1), 0, 64),
+    cryptoVerify: oneOf('CRYPTO_VERIFY', 'inline', ['inline', 'pool']),
     cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 4096, 1, 1_000_000),
     keyEncryptionKey,
     tokenSigningAlg: alg as Config['tokenSigningAlg'],

@@ -4,7 +4,7 @@ import { authenticateClient } from '../clients/authenticate.js';
 import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
 import type { Route } from '../http/types.js';
-import { decodeJwt, type JwtPayload } from '../tokens/jwt.js';
+import { decodeJwt, JwtError, type JwtPayload } from '../tokens/jwt.js';
 import { RevocationUnavailable } from '../tokens/revocation.js';
 import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-tokens.js';
 import { NO_STORE, type Form } from './params.js';
@@ -37,7 +37,7 @@ export function introspectRoutes(deps: Deps): Route[] {
       return cached;
     }
     let payload: JwtPayload;
-    try { payload = tokens.accessTokens.verify(token); } catch { return INACTIVE; }
+    try { payload = await tokens.accessTokens.verifyAsync(token); } catch (err) { if (err instanceof JwtError) return INACTIVE; throw err; }
     if (revoked) return INACTIVE;
     if (payload.tenant !== rs.tenantId) return INACTIVE;
     if (await issuingClientInactive(payload)) return INACTIVE;

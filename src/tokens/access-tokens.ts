@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { newJti } from './jti.js';
-import { TOKEN_TYPES, verifyJwt, type JwtPayload } from './jwt.js';
+import { checkClaims, checkHeader, decodeJwt, JwtError, TOKEN_TYPES, verifyJwt, type JwtPayload } from './jwt.js';
 import type { KeyRing } from './keys.js';
 import type { ShardingCache } from './sharding.js';
 import type { Signer } from './signer.js';
@@ -34,8 +34,24 @@ export class AccessTokens {
     return { token, jti, iat, exp };
   }
 
-  /** Signature, type, issuer and time checks; revocation is the caller's next step. Throws JwtError. */
+  /** Signature, type, issuer and time checks, inline; revocation is the caller's next step. Throws JwtError. */
   verify(token: string): JwtPayload {
     return verifyJwt(this.ring, token, { typ: TOKEN_TYPES.access, issuer: this.config.issuer }).payload;
   }
+
+  /** The same checks, with the signature verified in the crypto pool when CRYPTO_VERIFY=pool (hot paths). */
+  async verifyAsync(token: string): Promise<JwtPayload> {
+    const d = decodeJwt(token);
+    const key = checkHeader(d, this.ring.verifyKey(String(d.header.kid ?? '')));
+    // Claim errors other than expiry end the check before the costly signature verification; expiry is
+    // reported only once the signature holds, so a tampered expired token is answered as a bad signature.
+    let claimsError: unknown;
+    try { checkClaims(d, this.opts); } catch (err) { claimsError = err; }
+    if (claimsError instanceof JwtError && claimsError.reason !== 'expired') throw claimsError;
+    if (!(await this.signer.verify(key, d.signingInput, d.signature))) throw new JwtError('signature');
+    if (claimsError) throw claimsError;
+    return d.payload;
+  }
+
+  private get opts() { return { typ: TOKEN_TYPES.access, issuer: this.config.issuer }; }
 }

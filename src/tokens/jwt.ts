@@ -88,11 +88,22 @@ export function verifyJwt(ring: KeyRing, token: string, opts: VerifyOptions): De
 }
 
 export function checkDecoded(d: DecodedJwt, key: VerifyKey | undefined, opts: VerifyOptions): DecodedJwt {
-  const { header, payload } = d;
+  const k = checkHeader(d, key);
+  if (!verifySignature(k, d.signingInput, d.signature)) throw new JwtError('signature');
+  return checkClaims(d, opts);
+}
+
+/** The header checks that come before the signature: our kid, the key's pinned alg, no crit. */
+export function checkHeader(d: DecodedJwt, key: VerifyKey | undefined): VerifyKey {
   if (!key) throw new JwtError('unknown_key');
-  if (header.alg !== key.alg) throw new JwtError('algorithm');
-  if (header.crit !== undefined) throw new JwtError('crit');
-  if (!verifySignature(key, d.signingInput, d.signature)) throw new JwtError('signature');
+  if (d.header.alg !== key.alg) throw new JwtError('algorithm');
+  if (d.header.crit !== undefined) throw new JwtError('crit');
+  return key;
+}
+
+/** The checks after the signature: explicit type, issuer, exp (required), nbf and iat. */
+export function checkClaims(d: DecodedJwt, opts: VerifyOptions): DecodedJwt {
+  const { header, payload } = d;
   if (header.typ !== opts.typ) throw new JwtError('type');
   if (payload.iss !== opts.issuer) throw new JwtError('issuer');
   const now = opts.now ?? Math.floor(Date.now() / 1000);

@@ -3,41 +3,33 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { ServiceUnavailable } from '../errors.js';
 import { trackPoolQueue } from '../metrics.js';
-import { signingInput, signWith, type JwtHeader, type JwtPayload } from './jwt.js';
-import type { KeyRing, SigningKey } from './keys.js';
-
-interface Pending { key: SigningKey; input: string; resolve: (jwt: string) => void; reject: (err: unknown) => void }
+import { signingInput, signWith, verifySignature, type JwtHeader, type JwtPayload } from './jwt.js';
+import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
 
 const TASK_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/crypto.js');
 const MAX_BATCH = 32;
 
+interface Pending<K, O> { key: K; input: string; extra: Uint8Array | undefined; resolve: (out: O) => void; reject: (err: unknown) => void }
+
 /**
- * Signs JWTs. With crypto threads, signing inputs collected during one turn of the event loop go to the
- * Piscina pool as one batch, so message passing is paid per batch, not per token; with CRYPTO_THREADS=0
- * it signs inline. Past the queue bound it sheds with 503 instead of queueing without limit.
+ * Collects crypto operations made during one turn of the event loop and sends them to the Piscina pool
+ * as batches of one key each, so message passing is paid per batch, not per token. Past its bound it
+ * sheds with 503 instead of queueing without limit.
  */
-export class Signer {
-  private readonly pool: Piscina | undefined;
-  private queue: Pending[] = [];
+class BatchQueue<K extends VerifyKey, O> {
+  private queue: Array<Pending<K, O>> = [];
   private scheduled = false;
-  private inFlightBatches = 0;
+  private inFlight = 0;
 
-  constructor(private readonly ring: KeyRing, threads: number, private readonly maxQueue: number) {
-    if (threads > 0) {
-      this.pool = new Piscina({ filename: TASK_FILE, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, maxQueue: Math.max(16, Math.ceil(maxQueue / MAX_BATCH)) });
-      trackPoolQueue('crypto', () => this.pool!.queueSize * MAX_BATCH + this.queue.length);
-    }
-  }
+  constructor(private readonly pool: Piscina, private readonly task: string, private readonly maxQueue: number,
+    private readonly build: (key: K, batch: Array<Pending<K, O>>) => unknown) {}
 
-  sign(header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload): Promise<string> {
-    const key = this.ring.signingKey();
-    const input = signingInput({ alg: key.alg, kid: key.kid, ...header }, payload);
-    if (!this.pool) return Promise.resolve(`${input}.${signWith(key.alg, key.privateKey, input).toString('base64url')}`);
-    if (this.queue.length + this.inFlightBatches * MAX_BATCH >= this.maxQueue) {
-      return Promise.reject(new ServiceUnavailable('Token signing is at capacity; retry shortly.'));
-    }
+  get depth(): number { return this.queue.length + this.inFlight; }
+
+  push(key: K, input: string, extra?: Uint8Array): Promise<O> {
+    if (this.depth >= this.maxQueue) return Promise.reject(new ServiceUnavailable('The crypto pool is at capacity; retry shortly.'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ key, input, resolve, reject });
+      this.queue.push({ key, input, extra, resolve, reject });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
     });
   }
@@ -45,17 +37,61 @@ export class Signer {
   private flush(): void {
     this.scheduled = false;
     while (this.queue.length) {
-      // A batch shares one key: the kid in each header must name the key that signs it (rotation may interleave).
+      // One key per batch: rotation may interleave keys within a turn.
       const key = this.queue[0]!.key;
       let n = 1;
-      while (n < this.queue.length && n < MAX_BATCH && this.queue[n]!.key === key) n++;
+      while (n < this.queue.length && n < MAX_BATCH && this.queue[n]!.key.kid === key.kid) n++;
       const batch = this.queue.splice(0, n);
-      this.inFlightBatches++;
-      this.pool!.run({ kid: key.kid, alg: key.alg, pkcs8: key.pkcs8, inputs: batch.map((p) => p.input) }, { name: 'signBatch' }).then(
-        (sigs: string[]) => { this.inFlightBatches--; batch.forEach((p, i) => p.resolve(`${p.input}.${sigs[i]}`)); },
-        (err: unknown) => { this.inFlightBatches--; const e = new ServiceUnavailable('Token signing failed; retry shortly.', 1, err); batch.forEach((p) => p.reject(e)); },
+      this.inFlight += n;
+      this.pool.run(this.build(key, batch), { name: this.task }).then(
+        (outs: O[]) => { this.inFlight -= n; batch.forEach((p, i) => p.resolve(outs[i]!)); },
+        (err: unknown) => { this.inFlight -= n; const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1, err); batch.forEach((p) => p.reject(e)); },
       );
     }
+  }
+}
+
+/**
+ * RS256/PS256/ES256 signing and verification. With CRYPTO_THREADS > 0 signing runs in a Piscina pool
+ * (batched); verification runs in the pool only with CRYPTO_VERIFY=pool, since an RSA verification costs
+ * about as much as a message round trip (see perf/RESULTS.md). With CRYPTO_THREADS=0 everything is inline.
+ */
+export class Signer {
+  private readonly pool: Piscina | undefined;
+  private readonly signQ: BatchQueue<SigningKey, string> | undefined;
+  private readonly verifyQ: BatchQueue<VerifyKey, boolean> | undefined;
+  private readonly spki = new Map<string, Uint8Array>();
+
+  constructor(private readonly ring: KeyRing, threads: number, maxQueue: number, verifyInPool = false) {
+    if (threads > 0) {
+      this.pool = new Piscina({ filename: TASK_FILE, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, maxQueue: Math.max(16, Math.ceil(maxQueue / 4)) });
+      this.signQ = new BatchQueue(this.pool, 'signBatch', maxQueue, (key, batch) => ({ kid: key.kid, alg: key.alg, pkcs8: key.pkcs8, inputs: batch.map((p) => p.input) }));
+      if (verifyInPool) {
+        this.verifyQ = new BatchQueue(this.pool, 'verifyBatch', maxQueue, (key, batch) => ({
+          kid: key.kid, alg: key.alg, spki: this.spkiOf(key), inputs: batch.map((p) => p.input), signatures: batch.map((p) => p.extra!),
+        }));
+      }
+      trackPoolQueue('crypto', () => (this.signQ?.depth ?? 0) + (this.verifyQ?.depth ?? 0));
+    }
+  }
+
+  sign(header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload): Promise<string> {
+    const key = this.ring.signingKey();
+    const input = signingInput({ alg: key.alg, kid: key.kid, ...header }, payload);
+    if (!this.signQ) return Promise.resolve(`${input}.${signWith(key.alg, key.privateKey, input).toString('base64url')}`);
+    return this.signQ.push(key, input).then((sig) => `${input}.${sig}`);
+  }
+
+  /** Verifies a signature with one of our keys, in the pool when so configured. */
+  verify(key: VerifyKey, input: string, signature: Buffer): Promise<boolean> | boolean {
+    if (!this.verifyQ) return verifySignature(key, input, signature);
+    return this.verifyQ.push(key, input, signature);
+  }
+
+  private spkiOf(key: VerifyKey): Uint8Array {
+    let der = this.spki.get(key.kid);
+    if (!der) { der = key.publicKey.export({ format: 'der', type: 'spki' }); this.spki.set(key.kid, der); }
+    return der;
   }
 
   async close(): Promise<void> {

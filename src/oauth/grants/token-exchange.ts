@@ -21,7 +21,7 @@ const SUBJECT_TYPES = new Set<string>([TOKEN_TYPE.accessToken, TOKEN_TYPE.jwt]);
 export async function verifyPresentedToken(deps: Deps, token: string, tenant: string, what: 'subject' | 'actor'): Promise<JwtPayload> {
   let payload: JwtPayload;
   try {
-    payload = deps.tokens.accessTokens.verify(token);
+    payload = await deps.tokens.accessTokens.verifyAsync(token);
   } catch (err) {
     if (err instanceof JwtError) {
       const why = err.reason === 'expired' ? 'has expired' : err.reason === 'signature' || err.reason === 'unknown_key' || err.reason === 'algorithm' ? 'has an invalid signature' : 'is not a valid access token';
