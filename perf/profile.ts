@@ -2,6 +2,7 @@
 // Runs one HTTP process of svc (SVC_ROLE=http, no supervisor, WORKERS=1) under `clinic <tool>`,
 // drives the scenario against it, stops it like a Ctrl-C and prints where clinic wrote its report.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { measure, meta, scenarioByName } from './lib/harness.js';
 import { LoadGen } from './lib/loadgen.js';
@@ -39,6 +40,7 @@ async function main(): Promise<number> {
     await svc?.stop();
     await lg.close().catch(() => lg.kill());
   }
+  rep.meta.loadavgEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const files = writeReport(rep, `profile-${name}-${tool}-${stamp()}`);
   const text = svc?.clinicOut?.() ?? '';
   const html = /(\S+\.clinic-[a-z]+\.html)/.exec(text)?.[1] ?? /file:\/\/(\S+\.html)/.exec(text)?.[1];

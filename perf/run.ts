@@ -1,6 +1,7 @@
 // npm run perf -- <token-exchange|introspection|login|client-credentials|peer|all> [options]
 // Starts svc itself (or targets --url), runs fixed-rate steps past saturation, writes JSON + HTML
 // under perf/results/. See perf/README.md for every option.
+import os from 'node:os';
 import { SCENARIOS } from './scenarios/index.js';
 import { compare, measure, meta, scenarioByName } from './lib/harness.js';
 import { LoadGen } from './lib/loadgen.js';
@@ -44,6 +45,7 @@ async function main(): Promise<number> {
   };
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { say(`${sig}: stopping`); void cleanup().then(() => process.exit(130)); });
 
+  if (os.loadavg()[0]! > 1.5) say(`warning: the machine is busy (1-min load average ${os.loadavg()[0]!.toFixed(2)}); figures will be pessimistic and say so`);
   const rep: Report = { meta: meta(`npm run perf -- ${process.argv.slice(2).join(' ')}`, opts), runs: [] };
   const runs: ScenarioRun[] = rep.runs;
   try {
@@ -106,6 +108,7 @@ async function main(): Promise<number> {
   } finally {
     await cleanup();
   }
+  rep.meta.loadavgEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const files = writeReport(rep, `${which}-${stamp()}`);
   console.log(`JSON report: ${files.json}`);
   console.log(`HTML report: ${files.html}  (also perf/results/latest.html)`);

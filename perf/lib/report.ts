@@ -30,7 +30,7 @@ export interface Comparison {
 }
 
 export interface Report {
-  meta: { date: string; commit: string; dirty: boolean; node: string; nproc: number; cpu: string; memGb: number; command: string; options: Record<string, unknown>; loadgen: string };
+  meta: { date: string; commit: string; dirty: boolean; node: string; nproc: number; cpu: string; memGb: number; command: string; options: Record<string, unknown>; loadgen: string; loadavgStart: number[]; loadavgEnd?: number[]; busyWarning?: string };
   runs: ScenarioRun[];
   signLimit?: SignLimit;
   comparisons?: Comparison[];
@@ -106,7 +106,7 @@ body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}ta
 td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}th{background:#f4f4f4}tr.sat td{background:#fff4e5}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.note{color:#555;font-size:13px}.bad{color:#b00;font-weight:600}code{background:#f4f4f4;padding:1px 4px}
 small{color:#666}</style></head><body>`);
-  parts.push(`<h1>svc performance run</h1><p class="note">${esc(m.date)} · commit <code>${esc(m.commit)}${m.dirty ? ' (+uncommitted changes)' : ''}</code> · ${m.nproc} cores (${esc(m.cpu)}), ${m.memGb} GB · Node ${esc(m.node)} · <code>${esc(m.command)}</code><br>Load generator: ${esc(m.loadgen)}. Latencies are per request in ms (login also per whole login); “p50/p95/p99/max” are of accepted answers (everything but 503 sheds). Rows shaded orange are saturated.</p>`);
+  parts.push(`<h1>svc performance run</h1><p class="note">${esc(m.date)} · commit <code>${esc(m.commit)}${m.dirty ? ' (+uncommitted changes)' : ''}</code> · ${m.nproc} cores (${esc(m.cpu)}), ${m.memGb} GB · Node ${esc(m.node)} · <code>${esc(m.command)}</code><br>Load generator: ${esc(m.loadgen)}. Latencies are per request in ms (login also per whole login); “p50/p95/p99/max” are of accepted answers (everything but 503 sheds). Rows shaded orange are saturated.<br>Load average (1/5/15 min) at start ${esc(m.loadavgStart?.join(' / '))}, at end ${esc(m.loadavgEnd?.join(' / ') ?? '–')}.${m.busyWarning ? ` <span class="bad">${esc(m.busyWarning)}</span>` : ''}</p>`);
   if (rep.signLimit || rep.comparisons?.length) {
     parts.push('<h2>Peer comparison (node-oidc-provider) and RS256 signing limit</h2>');
     const peerRun = rep.runs.find((r) => r.target === 'oidc-provider');
