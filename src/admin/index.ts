@@ -4,6 +4,7 @@ import { auditLogRoutes } from './audit-log.js';
 import { clientRoutes } from './clients.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
+import { shardingRoutes } from './sharding.js';
 import { userRoutes } from './users.js';
 
 /** Every administration-core route (webhooks are registered by their own module). */
@@ -14,5 +15,6 @@ export function adminRoutes(deps: Deps): Route[] {
     ...roleRoutes(deps),
     ...clientRoutes(deps),
     ...principalRoutes(deps),
+    ...shardingRoutes(deps),
   ];
 }
