@@ -71,11 +71,12 @@ export async function insertWebhook(db: Db, tenantId: string, id: string, input:
       ${input.timeout ?? DEFAULT_TIMEOUT_S}, ${input.retry_policy?.max_retries ?? DEFAULT_MAX_RETRIES},
       ${input.retry_policy?.retry_interval ?? DEFAULT_RETRY_INTERVAL_S}, ${db.json((input.filters ?? {}) as never)}, ${nowMs}, ${nowMs})
     returning *`;
-  return row!;
+  return { ...row!, total_deliveries: 0, failed_deliveries: 0, last_success_at: null, last_failure_at: null };
 }
 
 export async function getWebhook(db: Db, tenantId: string, id: string): Promise<WebhookRow | undefined> {
-  const [row] = await db<WebhookRow[]>`select * from webhooks where tenant_id = ${tenantId} and id = ${id}`;
+  const [row] = await db<WebhookRow[]>`
+    select w.*, s.* from webhooks w, lateral (${statsOf(db)}) s where w.tenant_id = ${tenantId} and w.id = ${id}`;
   return row;
 }
 
@@ -83,11 +84,11 @@ export async function listWebhooks(db: Db, tenantId: string, q: { limit: number;
   const status = q.status ?? null;
   const [c0, c1] = q.cursor ?? [null, null];
   const rows = await db<WebhookRow[]>`
-    select * from webhooks
-    where tenant_id = ${tenantId}
-      and (${status}::text is null or status = ${status})
-      and (${c0}::bigint is null or (created_at, id) < (${c0}::bigint, ${c1}::text))
-    order by created_at desc, id desc
+    select w.*, s.* from webhooks w, lateral (${statsOf(db)}) s
+    where w.tenant_id = ${tenantId}
+      and (${status}::text is null or w.status = ${status})
+      and (${c0}::bigint is null or (w.created_at, w.id) < (${c0}::bigint, ${c1}::text))
+    order by w.created_at desc, w.id desc
     limit ${q.limit + 1}`;
   const [{ total }] = await db<{ total: number }[]>`
     select count(*)::int as total from webhooks where tenant_id = ${tenantId} and (${status}::text is null or status = ${status})` as unknown as [{ total: number }];
@@ -99,6 +100,7 @@ export async function listWebhooks(db: Db, tenantId: string, q: { limit: number;
 
 export async function updateWebhook(db: Db, tenantId: string, id: string, p: WebhookPatch, kek: Buffer, nowMs: number): Promise<WebhookRow | undefined> {
   const cur = await db<WebhookRow[]>`select * from webhooks where tenant_id = ${tenantId} and id = ${id} for update`;
+  // (Counters live in webhook_stats; this row lock does not block deliveries.)
   const w = cur[0];
   if (!w) return undefined;
   const [row] = await db<WebhookRow[]>`
@@ -116,14 +118,24 @@ export async function updateWebhook(db: Db, tenantId: string, id: string, p: Web
       filters = ${db.json((p.filters ?? w.filters) as never)},
       updated_at = ${nowMs}
     where tenant_id = ${tenantId} and id = ${id}
-    returning *`;
-  return row;
+    returning id`;
+  return row ? getWebhook(db, tenantId, id) : undefined;
 }
 
-export async function deleteWebhook(db: Db, tenantId: string, id: string): Promise<WebhookRow | undefined> {
-  const [row] = await db<WebhookRow[]>`delete from webhooks where tenant_id = ${tenantId} and id = ${id} returning *`;
-  return row;
+export async function deleteWebhook(db: Db, tenantId: string, id: string): Promise<boolean> {
+  const rows = await db`delete from webhooks where tenant_id = ${tenantId} and id = ${id} returning id`;
+  return rows.length > 0;
 }
+
+/** Sum of a webhook's counter shards (correlated to the outer `w`). */
+function statsOf(db: Db) {
+  return db`
+    select coalesce(sum(total), 0)::bigint as total_deliveries, coalesce(sum(failed), 0)::bigint as failed_deliveries,
+      max(last_success_at) as last_success_at, max(last_failure_at) as last_failure_at
+    from webhook_stats where tenant_id = w.tenant_id and webhook_id = w.id`;
+}
+
+export const STATS_SHARDS = 16;
 
 export function webhookSecret(w: WebhookRow, kek: Buffer): string {
   return openSecret(kek, secretAad(w.tenant_id, w.id), w.secret_enc);
@@ -306,13 +318,17 @@ export async function recordAttempt(sql: Sql, tenantId: string, deliveryId: stri
     await tx`
       insert into webhook_delivery_attempts (tenant_id, delivery_id, attempt, status, response_status, response_time_ms, error, started_at, completed_at)
       values (${tenantId}, ${deliveryId}, ${attempt}, ${o.ok ? 'success' : 'failed'}, ${o.responseStatus}, ${o.responseTimeMs}, ${o.error}, ${o.startedAt}, ${o.completedAt})`;
+    const shard = Math.floor(Math.random() * STATS_SHARDS);
+    const success = o.ok ? o.completedAt : null;
+    const failure = o.ok ? null : o.completedAt;
     await tx`
-      update webhooks set
-        total_deliveries = total_deliveries + 1,
-        failed_deliveries = failed_deliveries + ${o.ok ? 0 : 1},
-        last_success_at = ${o.ok ? tx`greatest(coalesce(last_success_at, 0), ${o.completedAt}::bigint)` : tx`last_success_at`},
-        last_failure_at = ${o.ok ? tx`last_failure_at` : tx`greatest(coalesce(last_failure_at, 0), ${o.completedAt}::bigint)`}
-      where tenant_id = ${tenantId} and id = ${d.webhook_id}`;
+      insert into webhook_stats (tenant_id, webhook_id, shard, total, failed, last_success_at, last_failure_at)
+      values (${tenantId}, ${d.webhook_id}, ${shard}, 1, ${o.ok ? 0 : 1}, ${success}, ${failure})
+      on conflict (tenant_id, webhook_id, shard) do update set
+        total = webhook_stats.total + 1,
+        failed = webhook_stats.failed + excluded.failed,
+        last_success_at = greatest(webhook_stats.last_success_at, excluded.last_success_at),
+        last_failure_at = greatest(webhook_stats.last_failure_at, excluded.last_failure_at)`;
     return true;
   }) as Promise<boolean>;
 }
