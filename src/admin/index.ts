@@ -1,13 +1,15 @@
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
+import { checkRoutes } from '../check/routes.js';
 import { auditLogRoutes } from './audit-log.js';
+import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
 import { shardingRoutes } from './sharding.js';
 import { userRoutes } from './users.js';
 
-/** Every administration-core route (webhooks are registered by their own module). */
+/** Every administration-core route, and the check API its keys are for (webhooks register on their own). */
 export function adminRoutes(deps: Deps): Route[] {
   return [
     ...auditLogRoutes(deps),
@@ -16,5 +18,7 @@ export function adminRoutes(deps: Deps): Route[] {
     ...clientRoutes(deps),
     ...principalRoutes(deps),
     ...shardingRoutes(deps),
+    ...checkApiKeyRoutes(deps),
+    ...checkRoutes(deps),
   ];
 }

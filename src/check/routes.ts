@@ -1,0 +1,69 @@
+import { hasPermission } from '../admin/context.js';
+import { userPermissions } from '../admin/repo/roles.js';
+import type { Deps } from '../deps.js';
+import { Forbidden, NotFound, Unauthorized } from '../errors.js';
+import type { HttpRequest } from '../http/request.js';
+import type { Route } from '../http/types.js';
+import { getUser } from '../users/repository.js';
+import { checkKeyHashKey, findCheckKey, type CheckKeyRow, type Operation } from './keys.js';
+import { consume } from './rate-limit.js';
+
+interface CheckItem { user_id: string; permission: string }
+interface CheckAnswer { user_id: string; permission: string; allowed: boolean; reason?: string }
+
+/** Authenticates the check API key, checks the operation is allowed, then charges its rate limit. */
+async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op: Operation, cost: number): Promise<CheckKeyRow> {
+  const auth = req.headers.authorization;
+  if (!auth?.startsWith('Bearer ')) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
+  const key = await findCheckKey(deps.sql, hashKey, auth.slice(7).trim());
+  if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) throw new Unauthorized('unauthorized', 'The check API key is not valid.');
+  if (!key.allowed_operations.includes(op)) throw new Forbidden('forbidden', `This key may not use the ${op} operation.`);
+  await consume(deps.redis, key.id, key.rate_limit_tier, cost);
+  return key;
+}
+
+/** Answers for many (user, permission) pairs of one tenant, loading each user's permissions once. */
+async function answer(deps: Deps, tenantId: string, items: CheckItem[]): Promise<CheckAnswer[]> {
+  const perUser = new Map<string, Promise<{ status: string; perms: string[] } | null>>();
+  const load = (id: string) => {
+    let p = perUser.get(id);
+    if (!p) {
+      p = getUser(deps.sql, tenantId, id).then(async (u) => (u ? { status: u.status, perms: await userPermissions(deps.sql, tenantId, id) } : null));
+      perUser.set(id, p);
+    }
+    return p;
+  };
+  return Promise.all(items.map(async (it) => {
+    const u = await load(it.user_id);
+    if (!u) return { ...it, allowed: false, reason: 'user_not_found' };
+    // A suspended or locked user holds no permissions while the state lasts.
+    if (u.status !== 'active') return { ...it, allowed: false, reason: `user_${u.status}` };
+    return { ...it, allowed: hasPermission(u.perms, it.permission) };
+  }));
+}
+
+/** POST /api/check and /api/check/batch: does a user of the key's tenant hold a permission (through its roles)? */
+export function checkRoutes(deps: Deps): Route[] {
+  const hashKey = checkKeyHashKey(deps.config.keyEncryptionKey);
+  return [
+    {
+      method: 'POST', path: '/api/check', iface: 'admin', body: 'json', bodySchema: 'check-request',
+      doc: { summary: 'Whether a user holds a permission (check API key with the check operation; rate-limited by tier)', tags: ['check'], responses: { 200: 'check-result' }, errors: [401, 403, 404, 422, 429], security: 'apikey' },
+      handler: async (req) => {
+        const key = await authenticateKey(deps, hashKey, req, 'check', 1);
+        const [a] = await answer(deps, key.tenant_id, [req.data as CheckItem]);
+        if (a!.reason === 'user_not_found') throw new NotFound('user_not_found', 'No such user in this tenant.');
+        return { body: a };
+      },
+    },
+    {
+      method: 'POST', path: '/api/check/batch', iface: 'admin', body: 'json', bodySchema: 'check-batch-request',
+      doc: { summary: 'Up to 100 checks at once (operation batch; each check counts against the rate limit)', tags: ['check'], responses: { 200: 'check-batch-result' }, errors: [401, 403, 422, 429], security: 'apikey' },
+      handler: async (req) => {
+        const items = (req.data as { checks: CheckItem[] }).checks;
+        const key = await authenticateKey(deps, hashKey, req, 'batch', items.length);
+        return { body: { results: await answer(deps, key.tenant_id, items) } };
+      },
+    },
+  ];
+}
