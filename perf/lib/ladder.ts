@@ -175,11 +175,11 @@ export interface Soak {
  */
 export async function runSoak(lg: LoadGen, t: Target, s: Scenario, fixturesId: string, rate: number, seconds: number, o: LadderOpts): Promise<Soak> {
   const segS = Math.min(30, seconds);
-  const n = Math.max(1, Math.round(seconds / segS));
+  const n = Math.max(1, Math.ceil(seconds / segS));
   const sampler = new ProcSampler(() => t.pids(), 5000, true).start();
   const segments: Step[] = [];
   say(`${t.name} ${s.name}: soak ${seconds} s at ${rate} ${s.unit} (${n} segments of ${segS} s)`);
-  for (let i = 0; i < n; i++) segments.push(await runStep(lg, t, s, fixturesId, rate, o, 'soak', undefined, segS));
+  for (let i = 0; i < n; i++) segments.push(await runStep(lg, t, s, fixturesId, rate, o, 'soak', undefined, Math.min(segS, seconds - i * segS)));
   sampler.stop();
   const series = sampler.rssSeries;
   const pids = new Set<number>();
