@@ -23,7 +23,14 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
   // Give Redis a moment to connect so the process is ready when it starts listening; an outage is
   // not fatal (requests that need Redis fail closed and /readyz reports it).
   await redisReady(redis, 3000).catch(() => log.warn('redis not reachable at start; continuing'));
-  const tokens = await createTokenServices(config, sql, redis, log);
+  let tokens;
+  try {
+    tokens = await createTokenServices(config, sql, redis, log);
+  } catch (err) {
+    // A process that cannot start must not linger on its open connections.
+    await Promise.allSettled([sql.end({ timeout: 1 }), Promise.resolve(redis.disconnect())]);
+    throw err;
+  }
   const deps: Deps = { config, log, sql, redis, tokens };
   const router = buildRouter(deps);
   const server = new HttpServer(router, {

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import t from 'tap';
 import { PrivateRedis, waitFor } from '../helpers/processes.js';
 import { startTestServer } from '../helpers/server.js';
@@ -29,8 +30,23 @@ t.test('readyz reports Redis outages with 503 and recovers; healthz stays up', a
 });
 
 t.test('readyz reports an unreachable Postgres with 503', async (t) => {
-  const srv = await startTestServer({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' });
+  // The server reaches Postgres through a TCP proxy that the test cuts, as a network failure would.
+  const target = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test');
+  const sockets = new Set<net.Socket>();
+  const proxy = net.createServer((c) => {
+    const up = net.connect(Number(target.port || 5432), target.hostname);
+    sockets.add(c); sockets.add(up);
+    c.pipe(up).pipe(c);
+    const end = () => { c.destroy(); up.destroy(); };
+    c.on('error', end); up.on('error', end); c.on('close', end); up.on('close', end);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+  const via = new URL(target); via.port = String((proxy.address() as net.AddressInfo).port);
+  const srv = await startTestServer({ DATABASE_URL: via.toString() });
   t.teardown(() => srv.close());
+  t.equal((await fetch(`${srv.url}/readyz`)).status, 200);
+  proxy.close();
+  for (const s of sockets) s.destroy();
   const res = await fetch(`${srv.url}/readyz`);
   t.equal(res.status, 503);
   t.match((await j(res)).error_description, /postgres unreachable/);
