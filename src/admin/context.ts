@@ -2,6 +2,7 @@ import type { Deps } from '../deps.js';
 import { Forbidden, Unauthorized } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import { JwtError, type JwtPayload } from '../tokens/jwt.js';
+import { enforcePolicies } from './policy-engine.js';
 
 /** The audience of tokens accepted by the administration interface. */
 export const adminAudience = (issuer: string) => `${issuer}/api/admin`;
@@ -39,7 +40,8 @@ function covers(have: string[], want: string[]): boolean {
  * Authenticates an admin request and resolves its tenant. Bearer access token of this server with the
  * admin audience and scope; expired 401 token_expired; revoked 401 token_revoked; missing permission
  * 403 forbidden. Platform admins choose the tenant with X-Tenant-Id (or the endpoint's tenant filter);
- * tenant-scoped admins are held to their tenant, and naming another is 403, never data.
+ * tenant-scoped admins are held to their tenant, and naming another is 403, never data. Finally the
+ * target tenant's enabled admin policies are applied (see policy-engine.ts).
  */
 export async function adminContext(deps: Deps, req: HttpRequest, permission: string, requestedTenant?: string): Promise<AdminContext> {
   const auth = req.headers.authorization;
@@ -71,11 +73,14 @@ export async function adminContext(deps: Deps, req: HttpRequest, permission: str
   const wanted = requestedTenant ?? req.headers['x-tenant-id'] ?? home;
   if (wanted !== home && !platform && !allowed.has(wanted)) throw new Forbidden('forbidden', 'You may not act on that tenant.');
   const isMachine = p.sub === p.client_id;
-  return {
+  const ctx: AdminContext = {
     tenantId: wanted,
     actor: { type: isMachine ? 'machine' : 'user', id: String(p.sub), displayName: String(p.name ?? (isMachine ? client.name : p.sub)), email: typeof p.email === 'string' ? p.email : null },
     permissions,
     platform,
     token: p,
   };
+  // Admin policies of the target tenant are evaluated after permissions (403 forbidden on deny).
+  await enforcePolicies(deps, req, ctx, permission, client);
+  return ctx;
 }

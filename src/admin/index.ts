@@ -4,6 +4,7 @@ import { checkRoutes } from '../check/routes.js';
 import { auditLogRoutes } from './audit-log.js';
 import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
+import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
 import { shardingRoutes } from './sharding.js';
@@ -19,6 +20,7 @@ export function adminRoutes(deps: Deps): Route[] {
     ...principalRoutes(deps),
     ...shardingRoutes(deps),
     ...checkApiKeyRoutes(deps),
+    ...policyRoutes(deps),
     ...checkRoutes(deps),
   ];
 }
