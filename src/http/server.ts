@@ -41,9 +41,12 @@ export class HttpServer {
   private drainWaiters: Array<() => void> = [];
   private closing = false;
   boundPort = 0;
+  /** One line per request at debug level; checked once so the hot path pays nothing when it is off. */
+  private readonly accessLog: boolean;
 
   constructor(private readonly router: Router, private readonly opts: ServerOptions) {
     assertNativeUws();
+    this.accessLog = opts.log.isLevelEnabled('debug');
     // Resolve every named schema now so a typo fails at start-up, not on the first request.
     for (const r of router.routes) {
       if (r.bodySchema) validatorFor(r.bodySchema);
@@ -164,6 +167,7 @@ export class HttpServer {
     if (reply.body === undefined || reply.body === null) body = undefined;
     else if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) body = reply.body;
     else { body = JSON.stringify(reply.body); type ??= 'application/json'; }
+    if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, method: req.method, route: route.path, status }, 'request');
     res.cork(() => {
       res.writeStatus(STATUS_LINES[status] ?? String(status));
       res.writeHeader('X-Request-ID', req.requestId);
@@ -201,6 +205,7 @@ export class HttpServer {
       };
     }
     observe(label, req.method, out.status, started);
+    if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, method: req.method, route: label, status: out.status, error_code: out.body.error }, 'request');
     if (req.aborted) return;
     const html = route?.html === true;
     res.cork(() => {
