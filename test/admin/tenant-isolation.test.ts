@@ -1,0 +1,123 @@
+import t from 'tap';
+import { generateKeyPairSync } from 'node:crypto';
+import { buildRouter } from '../../src/app.js';
+import { startTestServer } from '../helpers/server.js';
+import { adminOf } from './helpers.js';
+
+// Tenant isolation, table-driven over every /api/admin route in the router: a tenant-scoped admin of
+// tenant A holding admin:* gets 403 or 404 for every read and write of tenant B's resources, and B's
+// resources are unchanged afterwards. A route added without an entry here fails this test.
+const srv = await startTestServer();
+t.teardown(() => srv.close());
+const A = await adminOf(srv, ['admin:*'], 'iso-a');
+const B = await adminOf(srv, ['admin:*'], 'iso-b');
+const jwk = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+
+// Tenant B's resources, created by B's own admin.
+const ok = <T>(r: { status: number; body: T }, what: string): T => { if (r.status >= 300) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`); return r.body; };
+const bUser: any = ok(await B.call('POST', '/api/admin/users', { email: 'b-user@example.com', name: 'B user' }), 'user');
+const bRole: any = ok(await B.call('POST', '/api/admin/roles', { name: 'b-role', permissions: ['docs:read'] }), 'role');
+ok(await B.call('POST', `/api/admin/users/${bUser.id}/roles`, { role_id: bRole.id }), 'assign');
+const bClient: any = ok(await B.call('POST', '/api/admin/clients', { name: 'B client', grant_types: ['client_credentials'] }), 'client');
+const bPrincipal: any = ok(await B.call('POST', '/api/admin/machine-access/principals', { displayName: 'B bot', principalType: 'ci', permissions: [] }), 'principal');
+const bCred: any = ok(await B.call('POST', `/api/admin/machine-access/principals/${bPrincipal.id}/credentials`, { publicJwk: jwk(), alg: 'ES256', displayName: 'k' }), 'credential');
+const bKey: any = ok(await B.call('POST', '/api/admin/check-api-keys', { name: 'B key', client_id: bClient.client_id }), 'check key');
+const bPolicy: any = ok(await B.call('POST', '/api/admin/admin-policies', { name: 'B policy', priority: 1, effect: 'deny', conditions: [], resource_types: ['nothing'], actions: ['read'] }), 'policy');
+const bHook: any = ok(await B.call('POST', '/api/admin/webhooks', { name: 'B hook', url: 'http://127.0.0.1:9/hook', events: ['user.created'] }), 'webhook');
+const bAudit: any = ok(await B.call('GET', '/api/admin/admin-audit-log?limit=1'), 'audit').items[0];
+
+const secrets = [B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id];
+
+/** B's id for each path parameter, by the route's path. */
+function fill(path: string): string {
+  const id = path.startsWith('/api/admin/admin-audit-log') ? bAudit.id
+    : path.startsWith('/api/admin/users') ? bUser.id
+      : path.startsWith('/api/admin/roles') ? bRole.id
+        : path.startsWith('/api/admin/machine-access/principals') ? bPrincipal.id
+          : path.startsWith('/api/admin/check-api-keys') ? bKey.id
+            : path.startsWith('/api/admin/admin-policies') ? bPolicy.id
+              : path.startsWith('/api/admin/webhooks') ? bHook.id : 'unmapped';
+  return path.replace(':id', id).replace(':clientId', bClient.client_id).replace(':roleId', bRole.id)
+    .replace(':credentialId', bCred.id).replace(':deliveryId', 'whd_nope');
+}
+
+const policyBody = { name: 'x', priority: 1, effect: 'deny', conditions: [], resource_types: ['users'], actions: ['write'] };
+/** A valid body per write route (so schema validation cannot mask the tenant check); `b` marks bodies that name B's resources. */
+const bodies: Record<string, { body: unknown; b?: boolean }> = {
+  'POST /api/admin/users': { body: { email: 'a-new@example.com' } },
+  'PUT /api/admin/users/:id': { body: { name: 'pwned' } },
+  'POST /api/admin/roles': { body: { name: 'x', permissions: [] } },
+  'PUT /api/admin/roles/:id': { body: { name: 'pwned' } },
+  'POST /api/admin/users/:id/roles': { body: { role_id: bRole.id } },
+  'POST /api/admin/clients': { body: { name: 'x', grant_types: [] } },
+  'PUT /api/admin/clients/:clientId': { body: { name: 'pwned' } },
+  'POST /api/admin/machine-access/principals': { body: { displayName: 'x', principalType: 'ci', permissions: [] } },
+  'PUT /api/admin/machine-access/principals/:id': { body: { displayName: 'pwned' } },
+  'POST /api/admin/machine-access/principals/:id/credentials': { body: { publicJwk: jwk(), alg: 'ES256', displayName: 'x' } },
+  'POST /api/admin/machine-access/principals/:id/credentials/:credentialId/rotate': { body: { publicJwk: jwk(), alg: 'ES256', displayName: 'x' } },
+  'POST /api/admin/machine-access/principals/:id/credentials/:credentialId/revoke': { body: {} },
+  'PUT /api/admin/settings/refresh-token-sharding': { body: { shardCount: 16, clientId: bClient.client_id }, b: true },
+  'PUT /api/admin/settings/auth-code-sharding': { body: { shardCount: 16 }, b: true },
+  'POST /api/admin/check-api-keys': { body: { name: 'x', client_id: bClient.client_id }, b: true },
+  'POST /api/admin/admin-policies': { body: policyBody },
+  'PUT /api/admin/admin-policies/:id': { body: { name: 'pwned' } },
+  'POST /api/admin/webhooks': { body: { name: 'x', url: 'http://127.0.0.1:9/x', events: ['user.created'] } },
+  'PUT /api/admin/webhooks/:id': { body: { name: 'pwned' } },
+  'POST /api/admin/webhooks/:id/test': { body: {} },
+};
+const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}` };
+
+const routes = buildRouter(srv.deps).routes.filter((r) => r.path.startsWith('/api/admin/'));
+
+t.test('every admin route is in the table', async (t) => {
+  t.ok(routes.length >= 50, `${routes.length} admin routes`);
+  for (const r of routes) if (r.bodySchema) t.ok(bodies[`${r.method} ${r.path}`], `body for ${r.method} ${r.path}`);
+});
+
+for (const r of routes) {
+  const key = `${r.method} ${r.path}`;
+  t.test(key, async (t) => {
+    const path = fill(r.path) + (queries[key] ?? '');
+    const body = bodies[key]?.body ?? (r.bodySchema ? {} : undefined);
+    // 1. Naming tenant B explicitly is refused, whatever the route.
+    const named = await A.call(r.method, path, body, { 'x-tenant-id': B.tenantId });
+    t.equal(named.status, 403, `X-Tenant-Id of B: ${JSON.stringify(named.body)}`);
+    t.equal(named.body.error, 'forbidden');
+    // 2. Addressing B's resources by id from A's own context finds nothing.
+    const touchesB = r.path.includes(':') || bodies[key]?.b === true || queries[key] !== undefined;
+    if (touchesB) {
+      const res = await A.call(r.method, path, body);
+      t.ok(res.status === 403 || res.status === 404, `by id: ${res.status} ${JSON.stringify(res.body)}`);
+    } else if (r.method === 'GET') {
+      const res = await A.call(r.method, path);
+      t.equal(res.status, 200);
+      const text = JSON.stringify(res.body);
+      for (const s of secrets) t.notOk(text.includes(s), `A's listing does not contain ${s}`);
+    }
+  });
+}
+
+t.test("B's resources are unchanged", async (t) => {
+  t.match((await B.call('GET', `/api/admin/users/${bUser.id}`)).body, { name: 'B user', status: 'active', roles: [{ id: bRole.id }] });
+  t.match((await B.call('GET', `/api/admin/roles/${bRole.id}`)).body, { name: 'b-role' });
+  t.match((await B.call('GET', `/api/admin/clients/${bClient.client_id}`)).body, { name: 'B client', status: 'active' });
+  const p = (await B.call('GET', `/api/admin/machine-access/principals/${bPrincipal.id}`)).body;
+  t.match(p, { displayName: 'B bot', status: 'active' });
+  t.same(p.credentials.map((c: any) => c.status), ['active']);
+  t.match((await B.call('GET', `/api/admin/check-api-keys/${bKey.id}`)).body, { is_active: true });
+  t.match((await B.call('GET', `/api/admin/admin-policies/${bPolicy.id}`)).body, { name: 'B policy', enabled: false });
+  t.match((await B.call('GET', `/api/admin/webhooks/${bHook.id}`)).body, { name: 'B hook', status: 'active' });
+  t.equal((await B.call('GET', '/api/admin/machine-access/principals')).body.items.length, 1);
+});
+
+t.test('every admin route is in /openapi.json with its permission, schemas and error responses', async (t) => {
+  const doc = await (await fetch(`${srv.url}/openapi.json`)).json() as any;
+  for (const r of routes) {
+    const op = doc.paths[r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')]?.[r.method.toLowerCase()];
+    if (!op) { t.fail(`${r.method} ${r.path} missing`); continue; }
+    t.match(op['x-permission'], /^admin:[a-z-]+:[a-z-]+$/, `${r.method} ${r.path} permission`);
+    t.ok(op.responses['401'] && op.responses['403'], `${r.method} ${r.path} error responses`);
+    if (r.bodySchema) t.ok(doc.components.schemas[r.bodySchema], `${r.bodySchema} in components`);
+  }
+  t.ok(doc.paths['/api/check']?.post, 'the check API is documented');
+});
