@@ -160,3 +160,17 @@ t.test('disable, enable, delete: tokens fail with client_disabled; deleted stays
   t.equal((await token(p.clientId, assertion('ES256', k.privateKey, 'k', p.clientId))).status, 401);
   t.ok(tenantId);
 });
+
+t.test('a credential stops working when its expiresAt passes and another starts at its notBefore (sweeper)', async (t) => {
+  const p = (await call('POST', BASE, { displayName: 'edges', principalType: 'ci', permissions: [] })).body;
+  const soon = keyPair('ES256');
+  const later = keyPair('ES256');
+  await call('POST', `${BASE}/${p.id}/credentials`, { publicJwk: soon.jwk, alg: 'ES256', displayName: 'soon', kid: 'soon', expiresAt: Date.now() + 1500 });
+  await call('POST', `${BASE}/${p.id}/credentials`, { publicJwk: later.jwk, alg: 'ES256', displayName: 'later', kid: 'later', notBefore: Date.now() + 1500 });
+  t.equal((await token(p.clientId, assertion('ES256', soon.privateKey, 'soon', p.clientId))).status, 200);
+  t.equal((await token(p.clientId, assertion('ES256', later.privateKey, 'later', p.clientId))).status, 401);
+  await new Promise((r) => setTimeout(r, 7500));
+  t.equal((await token(p.clientId, assertion('ES256', soon.privateKey, 'soon', p.clientId))).status, 401, 'expired');
+  t.equal((await token(p.clientId, assertion('ES256', later.privateKey, 'later', p.clientId))).status, 200, 'now valid');
+  t.same((await call('GET', `${BASE}/${p.id}`)).body.credentials.map((c: any) => c.status), ['expired', 'active']);
+});
