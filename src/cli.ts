@@ -86,8 +86,8 @@ async function run(argv: string[]): Promise<number> {
   return cmd === undefined || cmd === 'help' || cmd === '--help' ? 0 : 2;
 }
 
-// Cluster workers re-run this file with the same argv; SVC_ROLE makes them take their role in main().
-run(process.env.SVC_ROLE ? ['start'] : process.argv.slice(2)).then((code) => {
+// Cluster workers re-run this file with the primary's argv ("start"), and SVC_ROLE picks their role in main().
+run(process.argv.slice(2)).then((code) => {
   if (code >= 0) process.exit(code);
 }, (err) => {
   console.error(err instanceof Error ? err.message : err);
