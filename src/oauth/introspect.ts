@@ -5,7 +5,6 @@ import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { decodeJwt, JwtError, type JwtPayload } from '../tokens/jwt.js';
-import { RevocationUnavailable } from '../tokens/revocation.js';
 import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-tokens.js';
 import { NO_STORE, type Form } from './params.js';
 
@@ -26,11 +25,9 @@ export function introspectRoutes(deps: Deps): Route[] {
     let claims: JwtPayload;
     try { claims = decodeJwt(token).payload; } catch { return INACTIVE; }
     const cacheKey = `ic:{${rs.clientId}}:${createHash('sha256').update(token).digest('base64url')}`;
-    // One round trip: the cached answer and the revocation state, read together.
-    const [cached, revoked] = await Promise.all([
-      redis.get(cacheKey).catch((err) => { throw new RevocationUnavailable(err); }),
-      tokens.revocations.isRevoked({ jti: String(claims.jti ?? ''), tenant: String(claims.tenant ?? ''), sub: claims.sub, client_id: claims.client_id, iat: claims.iat }),
-    ]);
+    // One command: the revocation state and the cached answer, read together.
+    const { revoked, extra: cached } = await tokens.revocations.lookup(
+      { jti: String(claims.jti ?? ''), tenant: String(claims.tenant ?? ''), sub: claims.sub, client_id: claims.client_id, iat: claims.iat }, cacheKey);
     if (cached !== null) {
       // The cache entry never outlives exp; a revoked token or a disabled client is inactive at once.
       if (revoked || (await issuingClientInactive(claims))) return INACTIVE;

@@ -43,30 +43,35 @@ export class RevocationStore {
 
   /** True when revoked; throws RevocationUnavailable when Redis cannot answer or has not been refilled. */
   async isRevoked(t: RevocationSubject): Promise<boolean> {
+    return (await this.lookup(t)).revoked;
+  }
+
+  /**
+   * The revocation check, plus one more key read in the same command (the introspection cache), so a
+   * check costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster this MGET would be
+   * split by slot.
+   */
+  async lookup(t: RevocationSubject, extraKey?: string): Promise<{ revoked: boolean; extra: string | null }> {
     const key = RevocationStore.jtiKey(t.jti);
-    if (!key) return true; // not one of our identifiers: never treat as live
-    let res: [number, (string | null)[], string | null];
+    if (!key) return { revoked: true, extra: null }; // not one of our identifiers: never treat as live
+    let v: (string | null)[];
     try {
-      // Auto-pipelining sends these in one round trip.
-      res = await Promise.all([
-        this.redis.exists(key),
-        this.redis.mget(RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? '')),
-        this.redis.get(SENTINEL),
-      ]);
+      const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? '')];
+      if (extraKey !== undefined) keys.push(extraKey);
+      v = await this.redis.mget(keys);
     } catch (err) {
       throw new RevocationUnavailable(err);
     }
-    if (res[2] === null) {
+    if (v[0] === null) {
       void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
-    if (res[0] === 1) return true;
+    const extra = v[4] ?? null;
+    if (v[1] !== null) return { revoked: true, extra };
+    // Tokens issued in the same second as a mark are revoked too: iat has one-second precision.
     const iatMs = (t.iat ?? 0) * 1000;
-    for (const nb of res[1]) {
-      // Tokens issued in the same second as the mark are revoked too: iat has one-second precision.
-      if (nb !== null && iatMs <= Number(nb)) return true;
-    }
-    return false;
+    if ((v[2] !== null && iatMs <= Number(v[2])) || (v[3] !== null && iatMs <= Number(v[3]))) return { revoked: true, extra };
+    return { revoked: false, extra };
   }
 
   /** Revokes one token id until expSeconds (its exp claim). Durable first, then fast. */
