@@ -28,7 +28,14 @@ function ensureInstalled() {
   const lock = path.join(root, 'package-lock.json');
   if (fs.existsSync(marker) && (!fs.existsSync(lock) || fs.statSync(marker).mtimeMs >= fs.statSync(lock).mtimeMs)) return;
   say('installing npm dependencies');
-  sh('npm', [fs.existsSync(lock) ? 'ci' : 'install', '--no-audit', '--no-fund']);
+  if (!fs.existsSync(lock)) { sh('npm', ['install', '--no-audit', '--no-fund']); return; }
+  try {
+    sh('npm', ['ci', '--no-audit', '--no-fund']);
+  } catch {
+    // npm ci refuses a lock that a registry mirror cannot fully satisfy (e.g. optional platform packages); install still can.
+    say('npm ci failed; falling back to npm install');
+    sh('npm', ['install', '--no-audit', '--no-fund']);
+  }
 }
 
 function build() {
@@ -197,7 +204,8 @@ async function test() {
 
 async function perf() {
   ensureInstalled(); build();
-  const storage = await resolveStorage('svc');
+  // A database of its own: perf runs use their own key-encryption key and must not touch the dev data.
+  const storage = await resolveStorage('svc_perf');
   if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
   const env = { ...process.env, ...storage, NODE_ENV: 'production', KEY_ENCRYPTION_KEY: process.env.KEY_ENCRYPTION_KEY ?? '11'.repeat(32), ISSUER: process.env.ISSUER ?? 'https://svc.perf.local' };
   if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');

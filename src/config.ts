@@ -36,6 +36,8 @@ export interface Config {
   readonly webhookConcurrency: number;
   readonly emailConcurrency: number;
   readonly queueWorkers: boolean;
+  /** One-time codes one client address may request per minute (raise it for load tests from one host). */
+  readonly loginIpLimitPerMinute: number;
 }
 
 export class ConfigError extends Error {
@@ -142,6 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 16, 1, 1000),
     emailConcurrency: int('EMAIL_CONCURRENCY', 8, 1, 1000),
     queueWorkers: bool('QUEUE_WORKERS', true),
+    loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
   };
   const validLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
   if (!validLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${validLevels.join(', ')}`);

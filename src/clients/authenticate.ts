@@ -80,6 +80,9 @@ async function checkAssertion(ctx: ClientAuthContext, assertion: string, claimed
   if (header.crit !== undefined || !ASSERTION_ALGS.has(header.alg as SigningAlg)) throw invalid('Unsupported assertion algorithm.');
   const jwk = client.jwks.keys.find((k) => (header.kid === undefined ? client.jwks!.keys.length === 1 : k.kid === header.kid));
   if (!jwk || (jwk.alg !== undefined && jwk.alg !== header.alg)) throw invalid('Unknown assertion key.');
+  // Registered keys may carry a validity window (machine principal credentials' notBefore/expiresAt, in seconds).
+  const nowKey = Math.floor(Date.now() / 1000);
+  if ((typeof jwk.nbf === 'number' && jwk.nbf > nowKey) || (typeof jwk.exp === 'number' && jwk.exp <= nowKey)) throw invalid('The assertion key is not valid now.');
   let publicKey;
   try { publicKey = createPublicKey({ key: jwk as never, format: 'jwk' }); } catch { throw invalid('Unknown assertion key.'); }
   if (!verifySignature({ alg: header.alg as SigningAlg, publicKey }, d.signingInput, d.signature)) throw invalid('Bad assertion signature.');

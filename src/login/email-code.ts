@@ -22,7 +22,7 @@ export async function generateCode(ctx: LoginContext, a: { email: string; tenant
   const eh = emailHash(a.email);
   await hit(ctx.deps.redis, [
     { key: loginKeys.rateAddress(eh), limit: LOGIN.perAddressLimit, windowSeconds: LOGIN.perAddressWindowSeconds },
-    { key: loginKeys.rateIp(a.ip || 'unknown'), limit: LOGIN.perIpLimit, windowSeconds: LOGIN.perIpWindowSeconds },
+    { key: loginKeys.rateIp(a.ip || 'unknown'), limit: ctx.deps.config.loginIpLimitPerMinute, windowSeconds: 60 },
   ]);
   const code = String(randomInt(0, 10 ** LOGIN.codeLength)).padStart(LOGIN.codeLength, '0');
   const key = loginKeys.otp(eh);

@@ -12,9 +12,7 @@ export const LOGIN = {
   /** Codes sent to one address per window. */
   perAddressLimit: 5,
   perAddressWindowSeconds: 600,
-  /** Codes requested from one client address per window (address spraying). */
-  perIpLimit: 300,
-  perIpWindowSeconds: 60,
+  // Codes per client address per minute: LOGIN_IP_LIMIT_PER_MINUTE (config.ts, default 300).
   /** Seconds a pending authorization request (the login page's state) is kept. */
   interactionTtlSeconds: 900,
   /** Seconds a login session lives (absolute, not sliding). */

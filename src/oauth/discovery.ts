@@ -34,7 +34,8 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
       m.claims_supported = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified'];
       m.prompt_values_supported = ['none', 'login'];
     }
-    m.token_endpoint_auth_methods_supported = AUTH_METHODS;
+    // Public clients (auth method none) exist only for the authorization code flow, with PKCE.
+    m.token_endpoint_auth_methods_supported = has('/authorize') ? [...AUTH_METHODS, 'none'] : AUTH_METHODS;
     m.token_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.introspection_endpoint_auth_methods_supported = AUTH_METHODS;
     m.introspection_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;

@@ -88,7 +88,10 @@ export class KeyRing {
       byKid.set(r.kid, { kid: r.kid, alg: r.alg, publicKey });
       jwks.push({ ...r.public_jwk, kid: r.kid, alg: r.alg, use: 'sig' });
       if (r.status === 'active' && r.alg === this.alg) {
-        const pkcs8 = decrypt(dk, r.private_key_enc, r.kid);
+        let pkcs8: Buffer;
+        try { pkcs8 = decrypt(dk, r.private_key_enc, r.kid); } catch (err) {
+          throw new Error(`cannot decrypt signing key ${r.kid}: KEY_ENCRYPTION_KEY is not the key it was stored with`, { cause: err });
+        }
         active = { kid: r.kid, alg: r.alg, publicKey, pkcs8, privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }) };
       }
     }

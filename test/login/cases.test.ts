@@ -261,7 +261,7 @@ t.test('logout: id_token_hint and post_logout_redirect_uri checked, session ende
 t.test('rate limiting per client IP', async (t) => {
   // Distinct addresses from one IP: the IP bound applies (last in this file: it exhausts the IP's budget).
   let limited: Response | undefined;
-  for (let i = 0; i <= LOGIN.perIpLimit && !limited; i++) {
+  for (let i = 0; i <= srv.config.loginIpLimitPerMinute && !limited; i++) {
     const res = await generate(uniqueEmail('spray'));
     if (res.status === 429) limited = res;
     else await res.arrayBuffer();

@@ -77,6 +77,7 @@ t.test('discovery names what is supported', async (t) => {
     t.ok(m.grant_types_supported.includes('client_credentials'));
     t.notOk(m.grant_types_supported.includes('password'));
     t.notOk(m.grant_types_supported.includes('implicit'));
-    t.same(m.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt']);
+    t.same(m.token_endpoint_auth_methods_supported, ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'], 'none for public clients of the code flow');
+    t.same(m.code_challenge_methods_supported, ['S256']);
   }
 });
