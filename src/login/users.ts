@@ -37,5 +37,9 @@ export async function recordLoginFailure(deps: Deps, a: { tenantId: string; clie
   await deps.sql.begin(async (tx) => {
     const user = await findUserByEmail(tx, a.tenantId, a.email);
     await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, method: 'email_code', reason: a.reason } });
+    // A code burned by repeated wrong guesses looks like guessing: tell security receivers too.
+    if (a.reason === 'too_many_attempts') {
+      await recordEvent(tx, { tenantId: a.tenantId, event: 'security.suspicious_activity', data: { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, reason: 'one_time_code_guessing' } });
+    }
   });
 }

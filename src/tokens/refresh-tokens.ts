@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { recordEvent } from '../events/outbox.js';
 import type { Sql } from '../store/sql.js';
 import { sha256b64url } from './secrets.js';
 import type { ShardGeneration } from './sharding.js';
@@ -58,6 +59,8 @@ export async function consumeRefreshToken(sql: Sql, token: string, clientId: str
     if (!row || row.client_id !== clientId) return { kind: 'invalid' } as const;
     if (row.status === 'rotated') {
       const fam = await tx<{ access_jti: string | null }[]>`update refresh_tokens set status = 'revoked' where family_id = ${row.family_id} returning access_jti`;
+      // A replayed refresh token means it leaked (RFC 9700 4.14.2): the family's revocation and the alert commit together.
+      await recordEvent(tx, { tenantId: row.tenant_id, event: 'security.alert', data: { user_id: row.sub, client_id: row.client_id, reason: 'refresh_token_reuse' } });
       return { kind: 'reused', record: row, accessJtis: fam.map((f) => f.access_jti).filter((j): j is string => !!j) } as const;
     }
     if (row.status !== 'active' || Number(row.expires_at) <= Date.now()) return { kind: 'invalid' } as const;

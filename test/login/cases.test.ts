@@ -150,6 +150,10 @@ t.test('code reuse: the second redemption is invalid_grant and revokes what the 
   t.equal((await j(res)).error, 'token_revoked');
   res = await postForm(`${srv.url}/token`, web, { grant_type: 'refresh_token', refresh_token: first.refresh_token });
   t.equal((await j(res)).error, 'invalid_grant', 'the refresh token family is revoked too');
+  const alerts = await srv.deps.sql<{ data: { reason: string } }[]>`
+    select data from event_outbox where tenant_id = ${tenant.tenant_id} and event = 'security.alert'
+      and data->>'reason' = 'authorization_code_replay' and data->>'client_id' = ${web.client_id}`;
+  t.equal(alerts.length, 1, 'the replay raised one security.alert');
 });
 
 t.test('expired authorization code and unknown code', async (t) => {
@@ -180,6 +184,8 @@ t.test('one-time code: wrong codes, too many attempts burn it, expiry', async (t
   t.equal(res.status, 400, 'the right code no longer works once burned');
   const failed = await srv.deps.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where tenant_id = ${tenant.tenant_id} and event = 'auth.login_failed'`;
   t.ok(failed[0]!.n >= LOGIN.codeMaxAttempts, 'auth.login_failed recorded');
+  const suspicious = await srv.deps.sql<{ n: number }[]>`select count(*)::int as n from event_outbox where tenant_id = ${tenant.tenant_id} and event = 'security.suspicious_activity' and data->>'reason' = 'one_time_code_guessing'`;
+  t.equal(suspicious[0]!.n, 1, 'burning the code raised one security.suspicious_activity');
 
   // Expiry: the code's Redis entry is gone after its TTL (simulated by expiring it now).
   const email2 = uniqueEmail('expiry');

@@ -45,6 +45,9 @@ t.test('replaying a rotated refresh token revokes the whole family and its acces
   t.equal((await refresh(second.refresh_token)).status, 400, 'the newest refresh token of the family is revoked too');
   t.same(await introspect(second.access_token), { active: false }, 'access tokens issued from the family are revoked');
   t.same(await introspect(first.access_token), { active: false });
+  const alerts = await srv.deps.sql<{ data: { reason: string; user_id: string } }[]>`
+    select data from event_outbox where tenant_id = ${b.tenant_id} and event = 'security.alert'`;
+  t.same(alerts.map((a) => [a.data.reason, a.data.user_id]), [['refresh_token_reuse', 'u_42']], 'the reuse raised a security.alert in the same transaction');
 });
 
 t.test('a refresh token belongs to its client; unknown tokens are invalid_grant', async (t) => {

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { GRANT } from '../../clients/model.js';
+import { recordEvent } from '../../events/outbox.js';
 import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import { recordIssued, redeemCode, type IssuedFromCode } from '../../login/codes.js';
@@ -39,6 +40,7 @@ export const authorizationCode: Grant = {
     if (redemption.kind === 'replay') {
       if (redemption.issued && rec.clientId === client.clientId) await revokeIssued(deps, rec.tenantId, redemption.issued);
       deps.log.warn({ client_id: client.clientId }, 'authorization code replay: tokens from its first use revoked');
+      await deps.sql.begin((tx) => recordEvent(tx, { tenantId: rec.tenantId, event: 'security.alert', data: { user_id: rec.userId, client_id: rec.clientId, reason: 'authorization_code_replay' } }));
       throw invalidGrant('The authorization code was already used.');
     }
     if (rec.clientId !== client.clientId || rec.tenantId !== client.tenantId) throw invalidGrant();
