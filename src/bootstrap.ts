@@ -19,6 +19,7 @@ export interface BootstrapResult {
   admin_client: { client_id: string; client_secret: string };
   clients: {
     web: { client_id: string; client_secret: string; redirect_uris: string[] };
+    admin_console: { client_id: string; client_secret: string; redirect_uris: string[]; audience: string };
     exchanger: { client_id: string; client_secret: string; audience: string };
     resource_server: { client_id: string; client_secret: string; audience: string };
   };
@@ -46,7 +47,7 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
     const { clientSecret } = await createClient(sql, secretKey, { ...input, tenantId, clientId });
     return clientSecret!;
   };
-  const ids = { admin: `${tenantId}-admin`, web: `${tenantId}-web`, exchanger: `${tenantId}-exchanger`, rs: `${tenantId}-resource-server` };
+  const ids = { console: `${tenantId}-admin-console`, admin: `${tenantId}-admin`, web: `${tenantId}-web`, exchanger: `${tenantId}-exchanger`, rs: `${tenantId}-resource-server` };
   const redirect = `${config.issuer}/demo/callback`;
   const platform = opts.platform ?? tenantId === DEFAULT_TENANT_ID;
   const adminSecret = await ensure(ids.admin, {
@@ -56,6 +57,11 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
   const webSecret = await ensure(ids.web, {
     name: 'Demo web application', grantTypes: [GRANT.authorizationCode, GRANT.refreshToken], scopes: ['openid', 'email', 'offline_access', 'read'],
     redirectUris: [redirect], postLogoutRedirectUris: [`${config.issuer}/demo/logged-out`], allowedAudiences: [DEMO_RESOURCE_AUDIENCE], firstParty: true,
+  });
+  // Human administrators sign in through the login flow with this client; their tokens carry their roles' permissions.
+  const consoleSecret = await ensure(ids.console, {
+    name: 'Administration console', grantTypes: [GRANT.authorizationCode, GRANT.refreshToken], scopes: ['openid', 'email', ADMIN_SCOPE],
+    redirectUris: [redirect], postLogoutRedirectUris: [`${config.issuer}/demo/logged-out`], allowedAudiences: [adminAudience(config.issuer)], firstParty: true,
   });
   const exSecret = await ensure(ids.exchanger, {
     name: 'Demo token exchanger', grantTypes: [GRANT.clientCredentials, GRANT.tokenExchange], scopes: ['read', 'write'], allowedAudiences: [DEMO_RESOURCE_AUDIENCE],
@@ -72,6 +78,7 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
     admin_client: { client_id: ids.admin, client_secret: adminSecret },
     clients: {
       web: { client_id: ids.web, client_secret: webSecret, redirect_uris: [redirect] },
+      admin_console: { client_id: ids.console, client_secret: consoleSecret, redirect_uris: [redirect], audience: adminAudience(config.issuer) },
       exchanger: { client_id: ids.exchanger, client_secret: exSecret, audience: DEMO_RESOURCE_AUDIENCE },
       resource_server: { client_id: ids.rs, client_secret: rsSecret, audience: DEMO_RESOURCE_AUDIENCE },
     },

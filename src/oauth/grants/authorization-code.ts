@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { adminClaimsFor } from '../../admin/user-claims.js';
 import { GRANT } from '../../clients/model.js';
 import { recordEvent } from '../../events/outbox.js';
 import type { Deps } from '../../deps.js';
@@ -61,8 +62,9 @@ export const authorizationCode: Grant = {
     const scope = rec.scope.join(' ');
     const { aud } = resolveTargets(client, form, deps.config.issuer);
     const ttl = ttlFor(deps, client);
+    const admin = await adminClaimsFor(deps, rec.tenantId, rec.userId, audClaim(aud), scope);
     const at = await deps.tokens.accessTokens.issue({
-      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: { auth_time: rec.authTime },
+      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: { auth_time: rec.authTime, email: rec.email, ...admin },
     });
     const body: Record<string, unknown> = { access_token: at.token, token_type: 'Bearer', expires_in: ttl, scope };
     const issued: IssuedFromCode = { accessJti: at.jti, accessExp: at.exp };

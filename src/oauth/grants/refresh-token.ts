@@ -1,3 +1,4 @@
+import { adminClaimsFor } from '../../admin/user-claims.js';
 import { GRANT } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
@@ -30,9 +31,12 @@ export const refreshToken: Grant = {
     const scope = narrowScope(one(form, 'scope'), rec.scope.split(' ').filter(Boolean), client.scopes);
     const ttl = ttlFor(deps, client);
     const claims = rec.claims as { aud?: string | string[] };
+    const aud = claims.aud ?? deps.config.issuer;
+    // Administrator permissions are read again at every refresh, so role changes take effect.
+    const admin = await adminClaimsFor(deps, rec.tenant_id, rec.sub, aud, scope);
     const at = await deps.tokens.accessTokens.issue({
-      tenant: rec.tenant_id, sub: rec.sub, clientId: client.clientId, aud: claims.aud ?? deps.config.issuer, scope, ttlSeconds: ttl,
-      extra: rec.auth_time ? { auth_time: Math.floor(Number(rec.auth_time) / 1000) } : undefined,
+      tenant: rec.tenant_id, sub: rec.sub, clientId: client.clientId, aud, scope, ttlSeconds: ttl,
+      extra: { ...(rec.auth_time ? { auth_time: Math.floor(Number(rec.auth_time) / 1000) } : {}), ...admin },
     });
     const next = await storeRefreshToken(deps.sql, {
       tenantId: rec.tenant_id, clientId: client.clientId, sub: rec.sub, scope, familyId: rec.family_id, accessJti: at.jti,

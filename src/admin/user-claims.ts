@@ -1,0 +1,15 @@
+import type { Deps } from '../deps.js';
+import { adminAudience, ADMIN_SCOPE } from './context.js';
+import { userPermissions } from './repo/roles.js';
+
+/**
+ * Claims that make a person's access token usable on /api/admin: when the token is for the admin
+ * audience with the admin scope, the administrator permissions of the user's roles, scoped to the
+ * user's own tenant. Read at issuance and at every refresh, so role changes apply within one token lifetime.
+ */
+export async function adminClaimsFor(deps: Deps, tenantId: string, userId: string, aud: string | string[], scope: string): Promise<Record<string, unknown>> {
+  const auds = Array.isArray(aud) ? aud : [aud];
+  if (!auds.includes(adminAudience(deps.config.issuer)) || !scope.split(' ').includes(ADMIN_SCOPE)) return {};
+  const permissions = (await userPermissions(deps.sql, tenantId, userId)).filter((p) => p.startsWith('admin:'));
+  return { permissions, tenant_scopes: [{ scope_mode: 'none', tenant_id: null }] };
+}
