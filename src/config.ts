@@ -130,7 +130,8 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     maxInflight: int('MAX_INFLIGHT', 2048, 1, 1_000_000),
     region,
-    cryptoThreads: int('CRYPTO_THREADS', Math.max(1, cpus - 1), 0, 64),
+    // Measured on 2 cores (perf/RESULTS.md): one signing thread per CPU in each HTTP process beat CPUs - 1 and inline.
+    cryptoThreads: int('CRYPTO_THREADS', cpus, 0, 64),
     cryptoVerify: oneOf('CRYPTO_VERIFY', 'inline', ['inline', 'pool']),
     cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 4096, 1, 1_000_000),
     keyEncryptionKey,

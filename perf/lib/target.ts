@@ -111,6 +111,8 @@ export async function startSvc(o: StartOpts): Promise<StartedSvc> {
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     // Prepared tokens must outlive a full run plus a soak.
     ACCESS_TOKEN_TTL_SECONDS: process.env.ACCESS_TOKEN_TTL_SECONDS ?? '7200',
+    // All load comes from one address: the per-IP one-time-code limit (300/min) would cap login at 5/s.
+    LOGIN_IP_LIMIT_PER_MINUTE: process.env.LOGIN_IP_LIMIT_PER_MINUTE ?? '10000000',
     ...(o.smtpPort ? { SMTP_URL: `smtp://127.0.0.1:${o.smtpPort}` } : {}),
     ...(o.maxInflight ? { MAX_INFLIGHT: String(o.maxInflight) } : {}),
     ...o.env,
