@@ -133,7 +133,8 @@ export function loadConfig(env: Env = process.env): Config {
     // Measured on 2 cores (perf/RESULTS.md): one signing thread per CPU in each HTTP process beat CPUs - 1 and inline.
     cryptoThreads: int('CRYPTO_THREADS', cpus, 0, 64),
     cryptoVerify: oneOf('CRYPTO_VERIFY', 'inline', ['inline', 'pool']),
-    cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 4096, 1, 1_000_000),
+    // About 100 ms of signing per process on 2 cores: deeper queues only add latency (perf/RESULTS.md, overload step).
+    cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 192, 1, 1_000_000),
     keyEncryptionKey,
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
@@ -143,7 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: str('MAIL_FROM', 'svc <no-reply@svc.local>'),
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', nodeEnv !== 'production'),
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 16, 1, 1000),
-    emailConcurrency: int('EMAIL_CONCURRENCY', 8, 1, 1000),
+    emailConcurrency: int('EMAIL_CONCURRENCY', 32, 1, 1000),
     queueWorkers: bool('QUEUE_WORKERS', true),
     loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
   };

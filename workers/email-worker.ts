@@ -14,7 +14,12 @@ export interface RunningEmailWorker { close(): Promise<void> }
  * SMTP_URL. Started by the supervisor for role `email-worker` (and in-process by tests).
  */
 export async function startEmailWorker(config: Config, log: Logger): Promise<RunningEmailWorker> {
-  const transport = nodemailer.createTransport(config.smtpUrl, { from: config.mailFrom });
+  // Pooled SMTP connections, one per concurrent job: a connection (and its EHLO/STARTTLS) per message
+  // capped login throughput at a few dozen codes per second.
+  const smtp = new URL(config.smtpUrl);
+  smtp.searchParams.set('pool', 'true');
+  smtp.searchParams.set('maxConnections', String(config.emailConcurrency));
+  const transport = nodemailer.createTransport(smtp.toString(), { from: config.mailFrom });
   const key = mailKey(config.keyEncryptionKey);
   // Workers retry Redis forever (BullMQ requires maxRetriesPerRequest null on consumer connections).
   const connection = new Redis(config.queueRedisUrl, { maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(100 * 2 ** Math.min(n, 5), 3000) });
