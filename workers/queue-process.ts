@@ -3,7 +3,7 @@ import type { Logger } from '../src/log.js';
 
 /**
  * A queue worker process (webhook or email delivery), started and restarted by the supervisor.
- * Each role's BullMQ consumer registers itself here as its issue lands.
+ * The webhook consumer (with the outbox relay) and the email consumer start here by role.
  */
 export async function runQueueWorker(role: string, config: Config, log: Logger): Promise<void> {
   const closers: Array<() => Promise<void>> = [];

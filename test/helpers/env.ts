@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { Redis } from 'ioredis';
+import t from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 
 /** A short random name so each test file gets its own tenant, Redis prefix and queue names. */
@@ -21,14 +23,36 @@ export function freePort(): Promise<number> {
 
 /** Test configuration: the shared test Postgres/Redis from the environment, a private Redis prefix, port 0. */
 export function testConfig(overrides: Record<string, string> = {}): Config {
+  const prefix = `t:${randomBytes(4).toString('hex')}:`;
+  // Leave the shared Redis as we found it: every key under this file's prefix goes when the file ends.
+  t.teardown(() => removePrefix(overrides.REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix));
   return loadConfig({
     ...process.env,
     NODE_ENV: 'test',
     PORT: '0',
     HOST: '127.0.0.1',
-    REDIS_PREFIX: `t:${randomBytes(4).toString('hex')}:`,
+    REDIS_PREFIX: prefix,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     CRYPTO_THREADS: '1',
     ...overrides,
   });
+}
+
+/** Deletes every key under a prefix (queues included), with a client of its own that has no keyPrefix. */
+export async function removePrefix(url: string, prefix: string): Promise<void> {
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => null });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length) await r.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } catch {
+    // A private Redis that the test already stopped has nothing left to clean.
+  } finally {
+    r.disconnect();
+  }
 }
