@@ -1,7 +1,9 @@
 // The load generator process: runs autocannon (programmatic) for one step at a time on orders from the
 // harness over IPC, so its CPU is its own process's and can be measured apart from the server's.
+// Scenarios with a `flow` (login) run under the open-loop driver (perf/lib/openloop.ts) instead.
 import autocannon from 'autocannon';
 import { Checker } from './lib/checker.js';
+import { runOpenLoop } from './lib/openloop.js';
 import { setPacing } from './lib/pacing.js';
 import { sinkStats, startSink } from './lib/smtp-sink.js';
 import { percentiles } from './lib/util.js';
@@ -28,28 +30,51 @@ async function runStep(o: RunOrder) {
   if (!scenario) throw new Error(`unknown scenario ${o.scenario}`);
   setPacing(o.pacing !== 'burst');
   const check = new Checker();
-  const requests = scenario.client(fixtures.get(o.fixturesId), check);
   const all: number[] = [];
   const ok2xx: number[] = [];
   const served: number[] = [];
   const shed: number[] = [];
   const statuses: Record<string, number> = {};
+  const onResponse = (code: number, ms: number) => {
+    statuses[code] = (statuses[code] ?? 0) + 1;
+    if (all.length >= 3_000_000) return;
+    all.push(ms);
+    if (code >= 200 && code < 300) ok2xx.push(ms);
+    if (code === 503) shed.push(ms); else served.push(ms);
+  };
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  const result: any = await new Promise((resolve, reject) => {
-    const inst = autocannon({
-      url: o.url, connections: o.connections, duration: o.durationS, overallRate: o.rate,
-      timeout: o.timeoutS, requests, pipelining: 1,
-    }, (err, res) => (err ? reject(err) : resolve(res)));
-    inst.on('response', (_c: unknown, code: number, _bytes: number, ms: number) => {
-      statuses[code] = (statuses[code] ?? 0) + 1;
-      if (all.length >= 3_000_000) return;
-      all.push(ms);
-      if (code >= 200 && code < 300) ok2xx.push(ms);
-      if (code === 503) shed.push(ms); else served.push(ms);
+  let result: any;
+  let elapsedS: number;
+  if (scenario.flow) {
+    const mails0 = sinkStats.messages;
+    // Open loop: rate is in requests (the harness's unit), arrivals are whole flows.
+    const r = await runOpenLoop({
+      url: o.url, arrivalsPerSec: o.rate / scenario.reqsPerUnit, durationS: o.durationS, connections: o.connections,
+      timeoutS: o.timeoutS, flow: scenario.flow(fixtures.get(o.fixturesId), check), onResponse,
+      onDropped: (why, n) => { for (let i = 0; i < n; i++) check.flowFail(why); },
     });
-  });
-  const elapsedS = (performance.now() - t0) / 1000;
+    result = { errors: r.errors, timeouts: r.timeouts, resets: 0 };
+    check.notes['mails received'] = sinkStats.messages - mails0;
+    // Rates are per arrival window: flows that arrived in it and finished (at most timeoutS) after it count.
+    elapsedS = r.windowS;
+  } else {
+    if (!scenario.client) throw new Error(`scenario ${o.scenario} has neither client nor flow`);
+    const requests = scenario.client(fixtures.get(o.fixturesId), check);
+    result = await new Promise((resolve, reject) => {
+      const inst = autocannon({
+        url: o.url, connections: o.connections, duration: o.durationS, overallRate: o.rate,
+        timeout: o.timeoutS, requests, pipelining: 1,
+      }, (err, res) => (err ? reject(err) : resolve(res)));
+      inst.on('response', (_c: unknown, code: number, _bytes: number, ms: number) => onResponse(code, ms));
+    });
+    elapsedS = (performance.now() - t0) / 1000;
+  }
+  const cpuS = (performance.now() - t0) / 1000;
+  for (const [k, v] of Object.entries(check.samples)) {
+    const p = percentiles(v);
+    Object.assign(check.notes, { [`${k} p50 ms`]: p.p50, [`${k} p95 ms`]: p.p95, [`${k} max ms`]: p.max });
+  }
   const cpu = process.cpuUsage(cpu0);
   return {
     elapsedS,
@@ -72,7 +97,7 @@ async function runStep(o: RunOrder) {
     misclassifiedTotal: check.misclassifiedTotal,
     kinds: check.kinds,
     notes: check.notes,
-    loadgenCpuPct: Math.round(((cpu.user + cpu.system) / 1e6 / elapsedS) * 1000) / 10,
+    loadgenCpuPct: Math.round(((cpu.user + cpu.system) / 1e6 / cpuS) * 1000) / 10,
     smtp: { ...sinkStats },
   };
 }

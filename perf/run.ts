@@ -67,6 +67,10 @@ async function main(): Promise<number> {
             // E-mail may go through the queue's e-mail worker: run the queue workers when login is measured.
             queueWorkers: opts['queue-workers'] === true || (opts['queue-workers'] !== false && needsSmtp),
             smtpPort, maxInflight: opts['max-inflight'] ? num(opts, 'max-inflight', 0) : undefined,
+            // A Redis prefix of its own per login run: the e-mail queue lives in Redis, and jobs left
+            // waiting by earlier runs (thousands under the default "svc:") would be mailed first, so
+            // this run's codes would queue behind them. Keys under it expire or are tiny (queue meta).
+            env: needsSmtp && !process.env.REDIS_PREFIX ? { REDIS_PREFIX: `perf-${stamp().replace(/[^0-9]/g, '')}:` } : undefined,
           });
           started.push(svc);
         } catch (e) {

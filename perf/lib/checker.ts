@@ -17,6 +17,11 @@ export class Checker {
   ok(): void { this.checked++; this.correct++; }
   /** A 503 while over capacity is load shedding, not a wrong answer; counted apart. */
   shedOne(): void { this.checked++; this.shed++; }
+  /**
+   * A 429 from a configured rate limit (with Retry-After) is the server doing what it was set to do,
+   * not a wrong answer: counted as checked and under notes["429 rate limited"], never misclassified.
+   */
+  limited(): void { this.checked++; this.note('429 rate limited'); }
   miss(kind: string, got: string): void {
     this.checked++;
     const k = `${kind}:${got}`;
@@ -25,6 +30,9 @@ export class Checker {
   flow(ms: number): void { if (this.flows.length < 2_000_000) this.flows.push(ms); }
   flowFail(why: string): void { this.flowsFailed[why] = (this.flowsFailed[why] ?? 0) + 1; }
   note(k: string, n = 1): void { this.notes[k] = (this.notes[k] ?? 0) + n; }
+  /** Timings a scenario wants summarised (p50/p95/max land in notes as "<k> p50 ms" ...). */
+  samples: Record<string, number[]> = {};
+  sample(k: string, ms: number): void { const a = (this.samples[k] ??= []); if (a.length < 1_000_000) a.push(ms); }
   get misclassifiedTotal(): number { return Object.values(this.misclassified).reduce((a, b) => a + b, 0); }
 }
 

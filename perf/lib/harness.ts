@@ -95,7 +95,7 @@ export function meta(command: string, options: Opts): Report['meta'] {
     options,
     loadavgStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
     busyWarning: os.loadavg()[0]! > 1.5 ? `The machine was busy when the run started (1-min load average ${os.loadavg()[0]!.toFixed(2)} on ${os.availableParallelism()} cores): other processes competed for the CPU, figures are pessimistic.` : undefined,
-    loadgen: `autocannon 8 (programmatic, overallRate${options.pacing === 'burst' ? ', stock per-second bursts' : ', requests evenly spaced per connection with random phase (perf/lib/pacing.ts)'}) in a separate child process on the same machine`,
+    loadgen: `autocannon 8 (programmatic, overallRate${options.pacing === 'burst' ? ', stock per-second bursts' : ', requests evenly spaced per connection with random phase (perf/lib/pacing.ts)'}) in a separate child process on the same machine; login: open-loop driver (perf/lib/openloop.ts: evenly spaced login arrivals, node:http keep-alive agent, each login awaits its mailed code)`,
   };
 }
 

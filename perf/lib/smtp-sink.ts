@@ -1,10 +1,26 @@
 // A local SMTP sink (smtp-server) that keeps the latest 6-digit code per recipient, for the login
-// scenario. Runs inside the load process so autocannon's synchronous setupRequest can read codes.
+// scenario. Runs inside the load process; the login driver awaits a recipient's code with waitForCode().
 import { SMTPServer } from 'smtp-server';
 
 export const codes = new Map<string, string>();
 export const sinkStats = { messages: 0, withoutCode: 0 };
 const MAX_CODES = 200_000;
+/** Logins waiting for their code, by lower-cased recipient. */
+const waiters = new Map<string, (code: string) => void>();
+
+/**
+ * The code mailed to `email`: at once if it is already in the sink, else when the mail arrives;
+ * undefined after `timeoutMs`. The code is taken out of the sink (each code is used once).
+ */
+export function waitForCode(email: string, timeoutMs: number): Promise<string | undefined> {
+  const key = email.toLowerCase();
+  const have = codes.get(key);
+  if (have) { codes.delete(key); return Promise.resolve(have); }
+  return new Promise((resolve) => {
+    const t = setTimeout(() => { waiters.delete(key); resolve(undefined); }, timeoutMs);
+    waiters.set(key, (code) => { clearTimeout(t); waiters.delete(key); resolve(code); });
+  });
+}
 
 /** The code in a message body: a 6-digit run outside headers and MIME boundaries. */
 export function extractCode(raw: string): string | undefined {
@@ -35,7 +51,11 @@ export function startSink(port: number): Promise<number> {
         if (!code) sinkStats.withoutCode++;
         else {
           if (codes.size >= MAX_CODES) codes.clear();
-          for (const r of session.envelope.rcptTo) codes.set(r.address.toLowerCase(), code);
+          for (const r of session.envelope.rcptTo) {
+            const key = r.address.toLowerCase();
+            const w = waiters.get(key);
+            if (w) w(code); else codes.set(key, code);
+          }
         }
         cb();
       });

@@ -1,4 +1,5 @@
 import type { Checker, ReqSpec } from '../lib/checker.js';
+import type { Flow } from '../lib/openloop.js';
 import type { Target } from '../lib/target.js';
 import type { Opts } from '../lib/util.js';
 
@@ -27,5 +28,10 @@ export interface Scenario {
   /** Main process: makes real tokens/clients through the target's own endpoints and CLI. */
   prepare(target: Target, opts: Opts): Promise<Prepared>;
   /** Load process: the autocannon request sequence, each answer checked into `check`. */
-  client(fixtures: any, check: Checker): ReqSpec[];
+  client?(fixtures: any, check: Checker): ReqSpec[];
+  /**
+   * Load process, instead of `client`: one whole flow per arrival, run by the open-loop driver
+   * (perf/lib/openloop.ts) at `rate / reqsPerUnit` arrivals per second; may await things outside HTTP.
+   */
+  flow?(fixtures: any, check: Checker): Flow;
 }
