@@ -28,12 +28,6 @@ export async function findClientById(sql: Sql, clientId: string): Promise<Client
   return row ? toClient(row) : null;
 }
 
-/** A tenant-scoped read, for administration. */
-export async function getClient(sql: Sql, tenantId: string, clientId: string): Promise<Client | null> {
-  const [row] = await sql<Row[]>`select * from clients where tenant_id = ${tenantId} and client_id = ${clientId}`;
-  return row ? toClient(row) : null;
-}
-
 export interface NewClient {
   clientId: string; tenantId: string; name: string; secretHash: Buffer | null; authMethod?: Client['authMethod'];
   grantTypes: string[]; scopes?: string[]; redirectUris?: string[]; postLogoutRedirectUris?: string[]; allowedAudiences?: string[];

@@ -30,33 +30,34 @@ export function introspectRoutes(deps: Deps): Route[] {
       { jti: String(claims.jti ?? ''), tenant: String(claims.tenant ?? ''), sub: claims.sub, client_id: claims.client_id, iat: claims.iat }, cacheKey);
     if (cached !== null) {
       // The cache entry never outlives exp; a revoked token or a disabled client is inactive at once.
-      if (revoked || (await issuingClientInactive(claims))) return INACTIVE;
+      if (revoked || !(await activeIssuer(claims))) return INACTIVE;
       return cached;
     }
     let payload: JwtPayload;
     try { payload = await tokens.accessTokens.verifyAsync(token); } catch (err) { if (err instanceof JwtError) return INACTIVE; throw err; }
     if (revoked) return INACTIVE;
     if (payload.tenant !== rs.tenantId) return INACTIVE;
-    if (await issuingClientInactive(payload)) return INACTIVE;
-    if (rs.strictValidation && !(await strictlyValid(rs, payload))) return INACTIVE;
+    const issuedTo = await activeIssuer(payload);
+    if (!issuedTo) return INACTIVE;
+    if (rs.strictValidation && !strictlyValid(rs, issuedTo, payload)) return INACTIVE;
     const answer = JSON.stringify(activeAnswer(payload));
     const ttl = Math.min(CACHE_TTL, Number(payload.exp) - Math.floor(Date.now() / 1000));
     if (ttl > 0) redis.set(cacheKey, answer, 'EX', ttl).catch(() => {}); // not awaited: a cache write failure costs nothing
     return answer;
   }
 
-  async function issuingClientInactive(p: JwtPayload): Promise<boolean> {
+  /** The client the token was issued to, when it is still active in the token's tenant; otherwise null. */
+  async function activeIssuer(p: JwtPayload): Promise<Client | null> {
     const c = await tokens.clients.get(String(p.client_id ?? ''));
-    return !c || c.status !== 'active' || c.tenantId !== p.tenant;
+    return c && c.status === 'active' && c.tenantId === p.tenant ? c : null;
   }
 
   /** strictValidation: the token names this resource server as audience, and was issued to a client allowed to call it. */
-  async function strictlyValid(rs: Client, p: JwtPayload): Promise<boolean> {
+  function strictlyValid(rs: Client, issuedTo: Client, p: JwtPayload): boolean {
     if (!rs.audience) return false;
     const aud = Array.isArray(p.aud) ? p.aud : [p.aud];
     if (!aud.includes(rs.audience)) return false;
-    const issuedTo = await tokens.clients.get(String(p.client_id));
-    return !!issuedTo && (issuedTo.allowedAudiences.includes(rs.audience) || issuedTo.clientId === rs.clientId);
+    return issuedTo.allowedAudiences.includes(rs.audience) || issuedTo.clientId === rs.clientId;
   }
 
   async function introspectRefresh(rs: Client, token: string): Promise<string> {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +23,6 @@ export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<Migration
       name text primary key, sha256 text not null, applied_at timestamptz not null default now())`;
     const done = new Map((await tx<{ name: string; sha256: string }[]>`select name, sha256 from schema_migrations`).map((r) => [r.name, r.sha256]));
     const applied: string[] = [];
-    const { createHash } = await import('node:crypto');
     for (const f of files) {
       const text = fs.readFileSync(path.join(dir, f), 'utf8');
       const hash = createHash('sha256').update(text).digest('hex');

@@ -20,7 +20,12 @@ export interface IssuedToken { token: string; jti: string; iat: number; exp: num
 
 /** Mints and verifies RFC 9068 access tokens. */
 export class AccessTokens {
-  constructor(private readonly config: Config, private readonly ring: KeyRing, private readonly signer: Signer, private readonly sharding: ShardingCache) {}
+  /** What every access token is checked against; built once, not per verification. */
+  private readonly opts: { typ: string; issuer: string };
+
+  constructor(private readonly config: Config, private readonly ring: KeyRing, private readonly signer: Signer, private readonly sharding: ShardingCache) {
+    this.opts = { typ: TOKEN_TYPES.access, issuer: config.issuer };
+  }
 
   async issue(t: AccessTokenInput): Promise<IssuedToken> {
     const iat = Math.floor(Date.now() / 1000);
@@ -36,7 +41,7 @@ export class AccessTokens {
 
   /** Signature, type, issuer and time checks, inline; revocation is the caller's next step. Throws JwtError. */
   verify(token: string): JwtPayload {
-    return verifyJwt(this.ring, token, { typ: TOKEN_TYPES.access, issuer: this.config.issuer }).payload;
+    return verifyJwt(this.ring, token, this.opts).payload;
   }
 
   /** The same checks, with the signature verified in the crypto pool when CRYPTO_VERIFY=pool (hot paths). */
@@ -52,6 +57,4 @@ export class AccessTokens {
     if (claimsError) throw claimsError;
     return d.payload;
   }
-
-  private get opts() { return { typ: TOKEN_TYPES.access, issuer: this.config.issuer }; }
 }

@@ -74,7 +74,3 @@ export async function revokeFamily(sql: Sql, tenantId: string, familyId: string)
   const rows = await sql<{ access_jti: string | null }[]>`update refresh_tokens set status = 'revoked' where tenant_id = ${tenantId} and family_id = ${familyId} returning access_jti`;
   return rows.map((r) => r.access_jti).filter((j): j is string => !!j);
 }
-
-export async function setAccessJti(sql: Sql, token: string, jti: string): Promise<void> {
-  await sql`update refresh_tokens set access_jti = ${jti} where id = ${sha256b64url(token)}`;
-}

@@ -39,10 +39,3 @@ export function randomToken(bytes = 32): string {
 export function sha256b64url(s: string): string {
   return createHash('sha256').update(s).digest('base64url');
 }
-
-export function constantTimeEqual(a: string, b: string): boolean {
-  const ab = Buffer.from(a);
-  const bb = Buffer.from(b);
-  if (ab.length !== bb.length) { timingSafeEqual(ab, ab); return false; }
-  return timingSafeEqual(ab, bb);
-}
