@@ -93,7 +93,7 @@ export async function mintAdminToken(config: Config, sql: Sql, tenantId = DEFAUL
   const sharding = new ShardingCache(sql);
   await sharding.load();
   const clientId = `${tenantId}-admin`;
-  const t = await new AccessTokens(config, ring, new Signer(ring, 0, 1), sharding).issue({
+  const t = await new AccessTokens(config, ring, new Signer(ring), sharding).issue({
     tenant: tenantId, sub: clientId, clientId, aud: adminAudience(config.issuer), scope: ADMIN_SCOPE, ttlSeconds,
     extra: { permissions: ['admin:*'], tenant_scopes: [platform ? { scope_mode: 'all', tenant_id: null } : { scope_mode: 'allow', tenant_id: tenantId }] },
   });

@@ -25,6 +25,8 @@ export interface Config {
   readonly cryptoVerify: 'inline' | 'pool';
   /** Max queued crypto tasks per HTTP process before requests are shed. */
   readonly cryptoQueueMax: number;
+  /** Shed new signing that would wait longer than this for a thread (ms, predicted); 0 = count bound only. */
+  readonly cryptoQueueWaitMs: number;
   readonly keyEncryptionKey: Buffer;
   readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256';
   readonly accessTokenTtlSeconds: number;
@@ -135,6 +137,8 @@ export function loadConfig(env: Env = process.env): Config {
     cryptoVerify: oneOf('CRYPTO_VERIFY', 'inline', ['inline', 'pool']),
     // About 100 ms of signing per process on 2 cores: deeper queues only add latency (perf/RESULTS.md, overload step).
     cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 192, 1, 1_000_000),
+    // Shed signing that would wait longer than this: bounds accepted latency at any load (perf/RESULTS.md run 18).
+    cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 25, 0, 60_000),
     keyEncryptionKey,
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),

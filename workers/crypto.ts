@@ -2,26 +2,42 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { importPkcs8, signWith, verifySignature } from '../src/tokens/jwt.js';
 import type { SigningAlg } from '../src/tokens/keys.js';
 
-// Piscina task file for CPU-heavy crypto. Keys are imported once per thread and kid.
+// Piscina task file for CPU-heavy crypto. Keys are imported once per thread and kid: a batch carries
+// the key's DER only when the thread has said it lacks it (see Signer), since cloning it into every
+// message was the largest main-thread cost of issuance (perf/RESULTS.md run 17).
 const privateKeys = new Map<string, KeyObject>();
 const publicKeys = new Map<string, KeyObject>();
 
-export interface SignBatch { kid: string; alg: SigningAlg; pkcs8: Uint8Array; inputs: string[] }
-export interface VerifyBatch { kid: string; alg: SigningAlg; spki: Uint8Array; inputs: string[]; signatures: Uint8Array[] }
+export interface SignBatch { kid: string; alg: SigningAlg; pkcs8?: Uint8Array; inputs: string[] }
+export interface VerifyBatch { kid: string; alg: SigningAlg; spki?: Uint8Array; inputs: string[]; signatures: Uint8Array[] }
 
-/** Signs a batch of JWS signing inputs; returns base64url signatures in order. */
-export function signBatch(task: SignBatch): string[] {
+/** What a batch returns: one result per input, and how long the thread took (ms), from which the caller predicts queue waits. */
+export interface BatchResult<O> { out: O[]; ms: number }
+
+/** Signs a batch of JWS signing inputs; returns base64url signatures in order, or null when this thread needs the key. */
+export function signBatch(task: SignBatch): BatchResult<string> | null {
   let key = privateKeys.get(task.kid);
-  if (!key) { key = importPkcs8(Buffer.from(task.pkcs8)); privateKeys.set(task.kid, key); }
+  if (!key) {
+    if (!task.pkcs8) return null;
+    key = importPkcs8(Buffer.from(task.pkcs8));
+    privateKeys.set(task.kid, key);
+  }
+  const t0 = performance.now();
   const out = new Array<string>(task.inputs.length);
   for (let i = 0; i < task.inputs.length; i++) out[i] = signWith(task.alg, key, task.inputs[i]!).toString('base64url');
-  return out;
+  return { out, ms: performance.now() - t0 };
 }
 
-/** Verifies a batch of signatures made with one key; returns one boolean per input. */
-export function verifyBatch(task: VerifyBatch): boolean[] {
+/** Verifies a batch of signatures made with one key; returns one boolean per input, or null when this thread needs the key. */
+export function verifyBatch(task: VerifyBatch): BatchResult<boolean> | null {
   let key = publicKeys.get(task.kid);
-  if (!key) { key = createPublicKey({ key: Buffer.from(task.spki), format: 'der', type: 'spki' }); publicKeys.set(task.kid, key); }
+  if (!key) {
+    if (!task.spki) return null;
+    key = createPublicKey({ key: Buffer.from(task.spki), format: 'der', type: 'spki' });
+    publicKeys.set(task.kid, key);
+  }
+  const t0 = performance.now();
   const k = { alg: task.alg, publicKey: key };
-  return task.inputs.map((input, i) => verifySignature(k, input, Buffer.from(task.signatures[i]!)));
+  const out = task.inputs.map((input, i) => verifySignature(k, input, Buffer.from(task.signatures[i]!)));
+  return { out, ms: performance.now() - t0 };
 }

@@ -112,7 +112,7 @@ export class HttpServer {
     }
     const route = match.route;
     req.params = match.params;
-    if (this.inflight >= this.opts.maxInflight || this.closing) {
+    if (this.inflight >= this.opts.maxInflight || this.closing || (route.admit !== undefined && !route.admit())) {
       shedCounter.inc();
       this.sendError(res, req, new ServiceUnavailable('The server is at capacity; retry shortly.', 1), route.iface, route, started, route.path);
       return;

@@ -10,6 +10,8 @@ export function tokenRoutes(deps: Deps): Route[] {
   const endpoint = `${deps.config.issuer}/token`;
   return [{
     method: 'POST', path: '/token', iface: 'oauth', body: 'form', bodySchema: 'form.token',
+    // Nearly every grant signs; while the signing pool is behind, refuse before doing any other work.
+    admit: () => deps.tokens.signer.accepting(),
     doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.tokenResponse' }, errors: [400, 401, 403, 503] },
     handler: async (req) => {
       const form = req.data as Form;

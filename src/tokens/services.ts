@@ -32,7 +32,10 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   const sharding = new ShardingCache(sql);
   await sharding.load();
   sharding.start((err) => log.warn({ err }, 'shard generation refresh failed'));
-  const signer = new Signer(keys, config.cryptoThreads, config.cryptoQueueMax, config.cryptoVerify === 'pool');
+  const signer = new Signer(keys, {
+    threads: config.cryptoThreads, maxQueue: config.cryptoQueueMax, maxWaitMs: config.cryptoQueueWaitMs,
+    verifyInPool: config.cryptoVerify === 'pool',
+  });
   const revocations = new RevocationStore(redis, sql, log);
   await revocations.ensureLoaded().catch((err) => log.warn({ err: err.message }, 'revocation state not loaded at start; checks fail closed until it is'));
   const clients = new ClientCache(sql, redis, config.redisPrefix, log);

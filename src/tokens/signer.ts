@@ -11,23 +11,45 @@ const MAX_BATCH = 32;
 
 interface Pending<K, O> { key: K; input: string; extra: Uint8Array | undefined; resolve: (out: O) => void; reject: (err: unknown) => void }
 
+export interface SignerOptions {
+  /** Piscina threads per process; 0 signs inline. */
+  threads: number;
+  /** Hard bound on operations queued or running in the pool. */
+  maxQueue: number;
+  /** Shed new operations that would wait longer than this for a thread (ms); 0 disables. */
+  maxWaitMs: number;
+  verifyInPool: boolean;
+}
+
 /**
  * Collects crypto operations made during one turn of the event loop and sends them to the Piscina pool
- * as batches of one key each, so message passing is paid per batch, not per token. Past its bound it
- * sheds with 503 instead of queueing without limit.
+ * as batches of one key each, so message passing is paid per batch, not per token. It sheds with 503
+ * instead of queueing without limit: past its hard bound, and when a new operation would wait longer
+ * than maxWaitMs, predicted as (operations ahead / threads) x the recent time per operation measured
+ * in the threads. A count alone cannot bound latency, because how fast the queue drains depends on
+ * what else the CPUs are doing; a measured wait alone goes stale when the queue empties.
  */
 class BatchQueue<K extends VerifyKey, O> {
   private queue: Array<Pending<K, O>> = [];
   private scheduled = false;
   private inFlight = 0;
+  /** Moving average of thread time per operation (ms), wall clock, so CPU contention shows in it. */
+  private perOpMs = 0;
 
-  constructor(private readonly pool: Piscina, private readonly task: string, private readonly maxQueue: number,
-    private readonly build: (key: K, batch: Array<Pending<K, O>>) => unknown) {}
+  constructor(private readonly pool: Piscina, private readonly task: string, private readonly opts: SignerOptions,
+    private readonly build: (key: K, batch: Array<Pending<K, O>>, withKey: boolean) => unknown) {}
 
   get depth(): number { return this.queue.length + this.inFlight; }
 
+  /** False while a new operation would wait too long (or the hard bound is reached). */
+  accepting(): boolean {
+    const depth = this.depth;
+    if (depth >= this.opts.maxQueue) return false;
+    return this.opts.maxWaitMs === 0 || (depth / this.opts.threads) * this.perOpMs <= this.opts.maxWaitMs;
+  }
+
   push(key: K, input: string, extra?: Uint8Array): Promise<O> {
-    if (this.depth >= this.maxQueue) return Promise.reject(new ServiceUnavailable('The crypto pool is at capacity; retry shortly.'));
+    if (!this.accepting()) return Promise.reject(new ServiceUnavailable('The crypto pool is at capacity; retry shortly.'));
     return new Promise((resolve, reject) => {
       this.queue.push({ key, input, extra, resolve, reject });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
@@ -43,11 +65,24 @@ class BatchQueue<K extends VerifyKey, O> {
       while (n < this.queue.length && n < MAX_BATCH && this.queue[n]!.key.kid === key.kid) n++;
       const batch = this.queue.splice(0, n);
       this.inFlight += n;
-      this.pool.run(this.build(key, batch), { name: this.task }).then(
-        (outs: O[]) => { this.inFlight -= n; batch.forEach((p, i) => p.resolve(outs[i]!)); },
-        (err: unknown) => { this.inFlight -= n; const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1, err); batch.forEach((p) => p.reject(e)); },
-      );
+      this.send(key, batch, false);
     }
+  }
+
+  private send(key: K, batch: Array<Pending<K, O>>, withKey: boolean): void {
+    const n = batch.length;
+    this.pool.run(this.build(key, batch, withKey), { name: this.task }).then(
+      (res: { out: O[]; ms: number } | null) => {
+        // The thread that took the batch has not seen this key yet: send it again with the key.
+        if (res === null && !withKey) { this.send(key, batch, true); return; }
+        this.inFlight -= n;
+        if (res === null) { const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1); batch.forEach((p) => p.reject(e)); return; }
+        const perOp = res.ms / n;
+        this.perOpMs = this.perOpMs === 0 ? perOp : this.perOpMs * 0.8 + perOp * 0.2;
+        batch.forEach((p, i) => p.resolve(res.out[i]!));
+      },
+      (err: unknown) => { this.inFlight -= n; const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1, err); batch.forEach((p) => p.reject(e)); },
+    );
   }
 }
 
@@ -62,18 +97,27 @@ export class Signer {
   private readonly verifyQ: BatchQueue<VerifyKey, boolean> | undefined;
   private readonly spki = new Map<string, Uint8Array>();
 
-  constructor(private readonly ring: KeyRing, threads: number, maxQueue: number, verifyInPool = false) {
-    if (threads > 0) {
-      this.pool = new Piscina({ filename: TASK_FILE, minThreads: threads, maxThreads: threads, idleTimeout: 60_000, maxQueue: Math.max(16, Math.ceil(maxQueue / 4)) });
-      this.signQ = new BatchQueue(this.pool, 'signBatch', maxQueue, (key, batch) => ({ kid: key.kid, alg: key.alg, pkcs8: key.pkcs8, inputs: batch.map((p) => p.input) }));
-      if (verifyInPool) {
-        this.verifyQ = new BatchQueue(this.pool, 'verifyBatch', maxQueue, (key, batch) => ({
-          kid: key.kid, alg: key.alg, spki: this.spkiOf(key), inputs: batch.map((p) => p.input), signatures: batch.map((p) => p.extra!),
+  constructor(private readonly ring: KeyRing, opts: Partial<SignerOptions> = {}) {
+    const o: SignerOptions = { threads: 0, maxQueue: 192, maxWaitMs: 0, verifyInPool: false, ...opts };
+    if (o.threads > 0) {
+      this.pool = new Piscina({
+        filename: TASK_FILE, minThreads: o.threads, maxThreads: o.threads, idleTimeout: 60_000,
+        maxQueue: Math.max(16, Math.ceil(o.maxQueue / 4))
+      });
+      this.signQ = new BatchQueue(this.pool, 'signBatch', o, (key, batch, withKey) => ({
+        kid: key.kid, alg: key.alg, pkcs8: withKey ? key.pkcs8 : undefined, inputs: batch.map((p) => p.input),
+      }));
+      if (o.verifyInPool) {
+        this.verifyQ = new BatchQueue(this.pool, 'verifyBatch', o, (key, batch, withKey) => ({
+          kid: key.kid, alg: key.alg, spki: withKey ? this.spkiOf(key) : undefined, inputs: batch.map((p) => p.input), signatures: batch.map((p) => p.extra!),
         }));
       }
       trackPoolQueue('crypto', () => (this.signQ?.depth ?? 0) + (this.verifyQ?.depth ?? 0));
     }
   }
+
+  /** False while signing is shedding: callers that will sign can refuse work up front. */
+  accepting(): boolean { return this.signQ?.accepting() ?? true; }
 
   sign(header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload): Promise<string> {
     const key = this.ring.signingKey();
