@@ -12,7 +12,12 @@ export class AppError extends Error {
   readonly retryAfter: number | undefined;
   readonly headers: Record<string, string> | undefined;
   constructor(status: number, code: string, description: string, opts: { details?: Details; retryAfter?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
+    // An AppError is an expected outcome answered to the client (a third of a token-exchange mix is
+    // 400s): capturing a stack costs more than the answer and nobody reads it. A cause keeps its own.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(description, opts.cause === undefined ? undefined : { cause: opts.cause });
+    Error.stackTraceLimit = limit;
     this.name = new.target.name;
     this.status = status;
     this.code = code;
