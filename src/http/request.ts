@@ -5,15 +5,14 @@ const textDecoder = new TextDecoder();
 
 /** One request, with everything copied out of uWS up front (its request object dies after the first await). */
 export class HttpRequest {
-  params: Record<string, string> = {};
+  /** Path parameters, set by the router (a shared empty object for static routes). */
+  params: Record<string, string> = NO_PARAMS;
   body: Buffer = EMPTY;
   aborted = false;
   /** Validated body, set by the router when the route names a schema. */
   data: any = undefined;
   /** Validated query, set by the router when the route names a query schema. */
   queryData: any = undefined;
-  /** Per-request values that middleware-like steps hand to handlers (e.g. the authenticated principal). */
-  locals: Record<string, unknown> = {};
   private _cookies: Record<string, string> | undefined;
   private _ip: string | undefined;
 
@@ -55,6 +54,7 @@ export class HttpRequest {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 export function parseCookies(header: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};

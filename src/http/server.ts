@@ -255,9 +255,22 @@ function prepare(req: HttpRequest, route: Route): void {
   }
 }
 
+interface RouteMetrics { duration: ReturnType<typeof httpDuration.labels>; byStatus: Map<number, ReturnType<typeof httpRequests.labels>> }
+/** Label-bound metric children per route and method: prom-client hashes a label object on every call otherwise. */
+const routeMetrics = new Map<string, RouteMetrics>();
+
 function observe(route: string, method: string, status: number, started: bigint): void {
-  httpRequests.inc({ route, method, status });
-  httpDuration.observe({ route, method }, Number(process.hrtime.bigint() - started) / 1e9);
+  const key = method + route;
+  let m = routeMetrics.get(key);
+  if (!m) {
+    m = { duration: httpDuration.labels(route, method), byStatus: new Map() };
+    // Unmatched requests carry whatever method the client sent: bound what is kept.
+    if (routeMetrics.size < 1024) routeMetrics.set(key, m);
+  }
+  let counter = m.byStatus.get(status);
+  if (!counter) { counter = httpRequests.labels(route, method, String(status)); m.byStatus.set(status, counter); }
+  counter.inc();
+  m.duration.observe(Number(process.hrtime.bigint() - started) / 1e9);
 }
 
 function redactedBody(req: HttpRequest): unknown {
