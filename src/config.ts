@@ -138,7 +138,7 @@ export function loadConfig(env: Env = process.env): Config {
     // About 100 ms of signing per process on 2 cores: deeper queues only add latency (perf/RESULTS.md, overload step).
     cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 192, 1, 1_000_000),
     // Shed signing that would wait longer than this: bounds accepted latency at any load (perf/RESULTS.md run 18).
-    cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 25, 0, 60_000),
+    cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 20, 0, 60_000),
     keyEncryptionKey,
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),

@@ -112,8 +112,7 @@ export class HttpServer {
     }
     const route = match.route;
     req.params = match.params;
-    if (this.inflight >= this.opts.maxInflight || this.closing || (route.admit !== undefined && !route.admit())) {
-      shedCounter.inc();
+    if (this.inflight >= this.opts.maxInflight || this.closing) {
       this.sendError(res, req, new ServiceUnavailable('The server is at capacity; retry shortly.', 1), route.iface, route, started, route.path);
       return;
     }
@@ -196,6 +195,8 @@ export class HttpServer {
   private sendError(res: HttpResponse, req: HttpRequest, err: unknown, iface: Interface, route: Route | undefined, started: bigint, label: string, closeConnection = false): void {
     const out = toErrorReply(err, iface);
     if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, route: label }, 'unhandled error');
+    // A shed (503 without a cause) is counted in svc_http_shed_total; a log line each would cost most under load.
+    else if (out.status === 503 && (err as AppError).cause === undefined) shedCounter.inc();
     else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, route: label, error_code: out.body.error, cause: (err as AppError).cause }, 'request failed');
     if (this.opts.debugErrors && req.headers['x-debug'] === 'true') {
       out.body.debug = {

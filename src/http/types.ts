@@ -42,10 +42,5 @@ export interface Route {
   /** Pages are served as HTML: errors render as HTML too. */
   html?: boolean;
   handler: Handler;
-  /**
-   * Checked before the body is read: false sheds the request at once with 503 and Retry-After. For
-   * routes whose work waits on a bounded resource (the signing pool), so that excess costs nothing.
-   */
-  admit?: () => boolean;
   doc?: RouteDoc;
 }

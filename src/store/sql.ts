@@ -6,7 +6,9 @@ export type TxSql = postgres.TransactionSql<Record<string, never>>;
 
 /** The one Postgres client of a process. Values only through tagged templates. */
 export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'>, opts: { max?: number } = {}): Sql {
-  return postgres(config.databaseUrl, {
+  const { url, path } = unixSocket(config.databaseUrl);
+  return postgres(url, {
+    ...(path ? { path } : {}),
     max: opts.max ?? config.databasePoolSize,
     idle_timeout: 30,
     connect_timeout: 5,
@@ -16,4 +18,17 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     transform: { undefined: null },
     connection: { application_name: 'svc' },
   }) as unknown as Sql;
+}
+
+/**
+ * libpq's `?host=/socket/dir` form (e.g. `postgres://svc@localhost/svc?host=/var/run/postgresql`):
+ * the client connects over the Unix socket in that directory, which costs far less per query than
+ * loopback TCP when Postgres runs on the same machine (perf/RESULTS.md run 20).
+ */
+export function unixSocket(databaseUrl: string): { url: string; path: string | undefined } {
+  const u = new URL(databaseUrl);
+  const dir = u.searchParams.get('host');
+  if (!dir?.startsWith('/')) return { url: databaseUrl, path: undefined };
+  u.searchParams.delete('host');
+  return { url: u.toString(), path: `${dir.replace(/\/+$/, '')}/.s.PGSQL.${u.port || '5432'}` };
 }

@@ -23,11 +23,11 @@ export interface SignerOptions {
 
 /**
  * Collects crypto operations made during one turn of the event loop and sends them to the Piscina pool
- * as batches of one key each, so message passing is paid per batch, not per token. It sheds with 503
- * instead of queueing without limit: past its hard bound, and when a new operation would wait longer
- * than maxWaitMs, predicted as (operations ahead / threads) x the recent time per operation measured
- * in the threads. A count alone cannot bound latency, because how fast the queue drains depends on
- * what else the CPUs are doing; a measured wait alone goes stale when the queue empties.
+ * as batches of one key each, so message passing is paid per batch, not per token. Past its hard bound
+ * it refuses with 503. For admission it predicts a new operation's wait as (operations ahead / threads)
+ * x the recent time per operation measured in the threads: a count alone cannot bound latency, because
+ * how fast the queue drains depends on what else the CPUs are doing, and a measured wait alone goes
+ * stale when the queue empties.
  */
 class BatchQueue<K extends VerifyKey, O> {
   private queue: Array<Pending<K, O>> = [];
@@ -41,15 +41,16 @@ class BatchQueue<K extends VerifyKey, O> {
 
   get depth(): number { return this.queue.length + this.inFlight; }
 
-  /** False while a new operation would wait too long (or the hard bound is reached). */
+  /** False while a new operation would wait too long (or the hard bound is reached): for admission decisions. */
   accepting(): boolean {
     const depth = this.depth;
     if (depth >= this.opts.maxQueue) return false;
     return this.opts.maxWaitMs === 0 || (depth / this.opts.threads) * this.perOpMs <= this.opts.maxWaitMs;
   }
 
+  /** Queues an operation; only the hard bound refuses here, admission (accepting) is the caller's call. */
   push(key: K, input: string, extra?: Uint8Array): Promise<O> {
-    if (!this.accepting()) return Promise.reject(new ServiceUnavailable('The crypto pool is at capacity; retry shortly.'));
+    if (this.depth >= this.opts.maxQueue) return Promise.reject(new ServiceUnavailable('The crypto pool is at capacity; retry shortly.'));
     return new Promise((resolve, reject) => {
       this.queue.push({ key, input, extra, resolve, reject });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
@@ -116,7 +117,7 @@ export class Signer {
     }
   }
 
-  /** False while signing is shedding: callers that will sign can refuse work up front. */
+  /** False while a new signature would wait longer than the budget: one-shot issuance refuses up front. */
   accepting(): boolean { return this.signQ?.accepting() ?? true; }
 
   sign(header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload): Promise<string> {

@@ -8,6 +8,12 @@ import { many, scopeList } from '../params.js';
 /** Every grant module exports one of these; /token looks the grant up by grant_type and runs it. */
 export interface Grant {
   type: string;
+  /**
+   * A one-shot issuance that is refused with 503 up front while the signing pool is behind. Grants
+   * that finish a flow already under way (authorization_code, refresh_token) are always served, since
+   * dropping them wastes the steps before.
+   */
+  shedWhenBusy?: boolean;
   handle(deps: Deps, client: Client, form: Form, req: HttpRequest): Promise<Record<string, unknown>>;
 }
 
