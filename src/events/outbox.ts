@@ -1,7 +1,7 @@
 import type { Sql, TxSql } from '../store/sql.js';
 import { isEventName, type EventName } from './names.js';
 
-/** Channel the relay LISTENs on; a NOTIFY inside the writer's transaction is delivered at commit. */
+/** Channel the relay LISTENs on (the outbox insert trigger of migration 0040 names it too); delivered at commit. */
 export const OUTBOX_CHANNEL = 'svc_outbox';
 
 export interface DomainEvent {
@@ -13,14 +13,29 @@ export interface DomainEvent {
 
 /**
  * Writes an event to the outbox inside the caller's transaction, so the event exists if and only if
- * the change that caused it committed. The relay delivers it to the tenant's matching webhooks.
+ * the change that caused it committed. The relay delivers it to the tenant's matching webhooks; the
+ * insert trigger (migration 0040) wakes it at commit.
  */
 export async function recordEvent(tx: TxSql, e: DomainEvent): Promise<void> {
-  if (!isEventName(e.event)) throw new TypeError(`unknown event name "${String(e.event)}"`);
-  if (typeof e.tenantId !== 'string' || e.tenantId === '') throw new TypeError('recordEvent needs a tenantId');
-  if (e.data === null || typeof e.data !== 'object' || Array.isArray(e.data)) throw new TypeError('event data must be an object');
-  await tx`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(e.data as never)})`;
-  await tx`select pg_notify(${OUTBOX_CHANNEL}, '')`;
+  await recordEvents(tx, [e]);
+}
+
+/** Several events of one change in one statement (one round trip). */
+export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<void> {
+  for (const e of events) {
+    if (!isEventName(e.event)) throw new TypeError(`unknown event name "${String(e.event)}"`);
+    if (typeof e.tenantId !== 'string' || e.tenantId === '') throw new TypeError('recordEvent needs a tenantId');
+    if (e.data === null || typeof e.data !== 'object' || Array.isArray(e.data)) throw new TypeError('event data must be an object');
+  }
+  if (events.length === 1) {
+    const e = events[0]!;
+    await tx`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(e.data as never)})`;
+    return;
+  }
+  // In order: ids follow the array, so receivers see user.created before auth.login.
+  await tx`insert into event_outbox (tenant_id, event, data)
+           select t, e, d::jsonb from unnest(${events.map((e) => e.tenantId)}::text[], ${events.map((e) => e.event)}::text[], ${events.map((e) => JSON.stringify(e.data))}::text[])
+           with ordinality as x(t, e, d, n) order by n`;
 }
 
 /** Wakes the relay at commit (used after a manual retry makes a delivery due). */

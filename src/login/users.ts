@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import { Forbidden } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
-import { findUserByEmail, insertUser, type User } from '../users/repository.js';
+import { recordEvent, recordEvents } from '../events/outbox.js';
+import { findUserByEmail, insertUser, touchActiveLogin, type User } from '../users/repository.js';
 
 /**
  * The Postgres side of a successful code check, in one transaction: find the user or create them
@@ -9,22 +9,30 @@ import { findUserByEmail, insertUser, type User } from '../users/repository.js';
  * record `auth.login`. Events are written to the outbox in the same transaction as the change.
  */
 export async function loginUser(deps: Deps, a: { tenantId: string; email: string; clientId: string }): Promise<User> {
+  // Round trips are the cost here (login is a hot path): a returning user is one update and one event
+  // insert, a new user one insert and one insert of both events.
+  const login = (u: User) => ({ tenantId: a.tenantId, event: 'auth.login' as const, data: { user_id: u.id, client_id: a.clientId, method: 'email_code' } });
   const outcome = await deps.sql.begin(async (tx) => {
-    let user = await findUserByEmail(tx, a.tenantId, a.email);
-    if (!user) {
-      user = await insertUser(tx, a.tenantId, { email: a.email, emailVerified: true });
-      // A concurrent first login inserted the same address: use that row.
-      if (!user) user = await findUserByEmail(tx, a.tenantId, a.email);
-      else await recordEvent(tx, { tenantId: a.tenantId, event: 'user.created', data: { user_id: user.id, email: user.email, source: 'email_code' } });
+    const returning = await touchActiveLogin(tx, a.tenantId, a.email);
+    if (returning) {
+      await recordEvent(tx, login(returning));
+      return { user: returning, refused: null };
     }
+    const created = await insertUser(tx, a.tenantId, { email: a.email, emailVerified: true, loggedIn: true });
+    if (created) {
+      await recordEvents(tx, [{ tenantId: a.tenantId, event: 'user.created', data: { user_id: created.id, email: created.email, source: 'email_code' } }, login(created)]);
+      return { user: created, refused: null };
+    }
+    // The address exists but its user is not active (or a concurrent first login just created it).
+    const user = await findUserByEmail(tx, a.tenantId, a.email);
     if (!user) throw new Error('user neither found nor created');
     if (user.status !== 'active') {
       await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { user_id: user.id, client_id: a.clientId, method: 'email_code', reason: `user_${user.status}` } });
       return { user, refused: user.status as 'suspended' | 'locked' };
     }
-    const [updated] = await tx<User[]>`update users set last_login_at = now_ms(), email_verified = true where tenant_id = ${a.tenantId} and id = ${user.id} returning *`;
-    await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login', data: { user_id: user.id, client_id: a.clientId, method: 'email_code' } });
-    return { user: updated ?? user, refused: null };
+    const again = await touchActiveLogin(tx, a.tenantId, a.email);
+    await recordEvent(tx, login(again ?? user));
+    return { user: again ?? user, refused: null };
   });
   // The refusal is thrown after commit so its event is kept.
   if (outcome.refused === 'suspended') throw new Forbidden('user_suspended', 'This account is suspended.');

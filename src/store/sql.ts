@@ -22,8 +22,7 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
 
 /**
  * libpq's `?host=/socket/dir` form (e.g. `postgres://svc@localhost/svc?host=/var/run/postgresql`):
- * the client connects over the Unix socket in that directory, which costs far less per query than
- * loopback TCP when Postgres runs on the same machine (perf/RESULTS.md run 20).
+ * the client connects over the Unix socket in that directory, as psql and libpq would.
  */
 export function unixSocket(databaseUrl: string): { url: string; path: string | undefined } {
   const u = new URL(databaseUrl);

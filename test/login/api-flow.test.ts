@@ -111,4 +111,7 @@ t.test('the same answer for a second login; no second user.created', async (t) =
   }
   const rows = await srv.deps.sql<{ event: string }[]>`select o.event from event_outbox o join users u on u.id = o.data->>'user_id' where u.tenant_id = ${tenant.tenant_id} and u.email = ${email} order by o.id`;
   t.same(rows.map((r) => r.event), ['user.created', 'auth.login', 'auth.login']);
+  const [u] = await srv.deps.sql<{ last_login_at: number | null; created_at: number }[]>`select last_login_at, created_at from users where tenant_id = ${tenant.tenant_id} and email = ${email}`;
+  t.type(u!.last_login_at, 'number', 'the login is stamped on the user');
+  t.ok(u!.last_login_at! >= u!.created_at, 'at or after creation');
 });
