@@ -41,10 +41,15 @@ class BatchQueue<K extends VerifyKey, O> {
 
   get depth(): number { return this.queue.length + this.inFlight; }
 
-  /** False while a new operation would wait too long (or the hard bound is reached): for admission decisions. */
+  /**
+   * False while a new operation would wait too long (or the hard bound is reached): for admission
+   * decisions. Up to one full batch is always admitted: a burst at moderate load (a GC
+   * pause, a descheduled thread inflating the measured time per operation) is absorbed, not refused.
+   */
   accepting(): boolean {
     const depth = this.depth;
     if (depth >= this.opts.maxQueue) return false;
+    if (depth < MAX_BATCH) return true;
     return this.opts.maxWaitMs === 0 || (depth / this.opts.threads) * this.perOpMs <= this.opts.maxWaitMs;
   }
 
