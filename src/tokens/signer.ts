@@ -43,8 +43,8 @@ class BatchQueue<K extends VerifyKey, O> {
 
   /**
    * False while a new operation would wait too long (or the hard bound is reached): for admission
-   * decisions. Up to one full batch is always admitted: a burst at moderate load (a GC
-   * pause, a descheduled thread inflating the measured time per operation) is absorbed, not refused.
+   * decisions. Up to one full batch is always admitted, so a burst at moderate load (a GC pause, a
+   * descheduled thread inflating the measured time per operation) is absorbed, not refused.
    */
   accepting(): boolean {
     const depth = this.depth;
@@ -108,7 +108,7 @@ export class Signer {
     if (o.threads > 0) {
       this.pool = new Piscina({
         filename: TASK_FILE, minThreads: o.threads, maxThreads: o.threads, idleTimeout: 60_000,
-        maxQueue: Math.max(16, Math.ceil(o.maxQueue / 4))
+        maxQueue: Math.max(16, Math.ceil(o.maxQueue / 4)),
       });
       this.signQ = new BatchQueue(this.pool, 'signBatch', o, (key, batch, withKey) => ({
         kid: key.kid, alg: key.alg, pkcs8: withKey ? key.pkcs8 : undefined, inputs: batch.map((p) => p.input),
