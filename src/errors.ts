@@ -69,6 +69,10 @@ export class ServiceUnavailable extends AppError {
     super(503, 'service_unavailable', description, { retryAfter, headers: { 'Retry-After': String(retryAfter) }, cause });
   }
 }
+/** Load shedding: the same answer as ServiceUnavailable, counted in svc_http_shed_total instead of logged one by one. */
+export class Overloaded extends ServiceUnavailable {
+  constructor(description = 'The server is at capacity; retry shortly.') { super(description, 1); }
+}
 
 /** RFC 6749 section 5.2 errors of the OAuth endpoints, carried inside the spec's error body. */
 export class OAuthError extends AppError {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { AppError, InvalidRequest, MethodNotAllowed, NotFound, PayloadTooLarge, ServiceUnavailable, toErrorReply, type Interface } from '../errors.js';
+import { AppError, InvalidRequest, MethodNotAllowed, NotFound, Overloaded, PayloadTooLarge, toErrorReply, type Interface } from '../errors.js';
 import type { Logger } from '../log.js';
 import { httpDuration, httpRequests, inflightGauge, shedCounter } from '../metrics.js';
 import { HttpRequest } from './request.js';
@@ -113,7 +113,7 @@ export class HttpServer {
     const route = match.route;
     req.params = match.params;
     if (this.inflight >= this.opts.maxInflight || this.closing) {
-      this.sendError(res, req, new ServiceUnavailable('The server is at capacity; retry shortly.', 1), route.iface, route, started, route.path);
+      this.sendError(res, req, new Overloaded(), route.iface, route, started, route.path);
       return;
     }
     this.inflight++;
@@ -195,8 +195,8 @@ export class HttpServer {
   private sendError(res: HttpResponse, req: HttpRequest, err: unknown, iface: Interface, route: Route | undefined, started: bigint, label: string, closeConnection = false): void {
     const out = toErrorReply(err, iface);
     if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, route: label }, 'unhandled error');
-    // A shed (503 without a cause) is counted in svc_http_shed_total; a log line each would cost most under load.
-    else if (out.status === 503 && (err as AppError).cause === undefined) shedCounter.inc();
+    // A log line per shed would cost most exactly when the server is saturated.
+    else if (err instanceof Overloaded) shedCounter.inc();
     else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, route: label, error_code: out.body.error, cause: (err as AppError).cause }, 'request failed');
     if (this.opts.debugErrors && req.headers['x-debug'] === 'true') {
       out.body.debug = {

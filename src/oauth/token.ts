@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { OAuthError, ServiceUnavailable } from '../errors.js';
+import { OAuthError, Overloaded } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { authenticateClient } from '../clients/authenticate.js';
 import { grants } from './grants/index.js';
@@ -16,7 +16,7 @@ export function tokenRoutes(deps: Deps): Route[] {
       const grantType = form.grant_type as string;
       const grant = grants.get(grantType);
       // Before client authentication and any other work: a refusal under load should cost nothing.
-      if (grant?.shedWhenBusy && !deps.tokens.signer.accepting()) throw new ServiceUnavailable('The server is at capacity; retry shortly.', 1);
+      if (grant?.shedWhenBusy && !deps.tokens.signer.accepting()) throw new Overloaded();
       const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form);
       if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
       if (!client.grantTypes.includes(grantType)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { ServiceUnavailable } from '../errors.js';
+import { Overloaded, ServiceUnavailable } from '../errors.js';
 import { trackPoolQueue } from '../metrics.js';
 import { signingInput, signWith, verifySignature, type JwtHeader, type JwtPayload } from './jwt.js';
 import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
@@ -55,7 +55,7 @@ class BatchQueue<K extends VerifyKey, O> {
 
   /** Queues an operation; only the hard bound refuses here, admission (accepting) is the caller's call. */
   push(key: K, input: string, extra?: Uint8Array): Promise<O> {
-    if (this.depth >= this.opts.maxQueue) return Promise.reject(new ServiceUnavailable('The crypto pool is at capacity; retry shortly.'));
+    if (this.depth >= this.opts.maxQueue) return Promise.reject(new Overloaded('The crypto pool is at capacity; retry shortly.'));
     return new Promise((resolve, reject) => {
       this.queue.push({ key, input, extra, resolve, reject });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
