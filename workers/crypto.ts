@@ -16,12 +16,8 @@ export interface BatchResult<O> { out: O[]; ms: number }
 
 /** Signs a batch of JWS signing inputs; returns base64url signatures in order, or null when this thread needs the key. */
 export function signBatch(task: SignBatch): BatchResult<string> | null {
-  let key = privateKeys.get(task.kid);
-  if (!key) {
-    if (!task.pkcs8) return null;
-    key = importPkcs8(Buffer.from(task.pkcs8));
-    privateKeys.set(task.kid, key);
-  }
+  const key = keyFor(privateKeys, task.kid, task.pkcs8, importPkcs8);
+  if (!key) return null;
   const t0 = performance.now();
   const out = new Array<string>(task.inputs.length);
   for (let i = 0; i < task.inputs.length; i++) out[i] = signWith(task.alg, key, task.inputs[i]!).toString('base64url');
@@ -30,14 +26,17 @@ export function signBatch(task: SignBatch): BatchResult<string> | null {
 
 /** Verifies a batch of signatures made with one key; returns one boolean per input, or null when this thread needs the key. */
 export function verifyBatch(task: VerifyBatch): BatchResult<boolean> | null {
-  let key = publicKeys.get(task.kid);
-  if (!key) {
-    if (!task.spki) return null;
-    key = createPublicKey({ key: Buffer.from(task.spki), format: 'der', type: 'spki' });
-    publicKeys.set(task.kid, key);
-  }
+  const key = keyFor(publicKeys, task.kid, task.spki, (der) => createPublicKey({ key: der, format: 'der', type: 'spki' }));
+  if (!key) return null;
   const t0 = performance.now();
   const k = { alg: task.alg, publicKey: key };
   const out = task.inputs.map((input, i) => verifySignature(k, input, Buffer.from(task.signatures[i]!)));
   return { out, ms: performance.now() - t0 };
+}
+
+/** This thread's key for kid, imported from der the first time it comes along; null while the thread has neither. */
+function keyFor(cache: Map<string, KeyObject>, kid: string, der: Uint8Array | undefined, load: (der: Buffer) => KeyObject): KeyObject | null {
+  let key = cache.get(kid);
+  if (!key && der) { key = load(Buffer.from(der)); cache.set(kid, key); }
+  return key ?? null;
 }
