@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
+import type { Store } from './store/index.js';
 import type { Sql } from './store/sql.js';
 import type { TokenServices } from './tokens/services.js';
 
@@ -9,6 +10,8 @@ export interface Deps {
   config: Config;
   log: Logger;
   sql: Sql;
+  /** Repositories, bound to a tenant with store.forTenant(id). */
+  store: Store;
   redis: Redis;
   tokens: TokenServices;
 }

@@ -4,6 +4,7 @@ import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
 import { createLogger, type Logger } from './log.js';
 import { createRedis, redisReady } from './store/redis.js';
+import { Store } from './store/index.js';
 import { createSql } from './store/sql.js';
 import { createTokenServices } from './tokens/services.js';
 
@@ -31,11 +32,11 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     await Promise.allSettled([sql.end({ timeout: 1 }), Promise.resolve(redis.disconnect())]);
     throw err;
   }
-  const deps: Deps = { config, log, sql, redis, tokens };
+  const deps: Deps = { config, log, sql, store: new Store(sql), redis, tokens };
   const router = buildRouter(deps);
   const server = new HttpServer(router, {
     host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,
-    maxInflight: config.maxInflight, debugErrors: config.env === 'development', log,
+    maxInflight: config.maxInflight, debugErrors: config.env === 'development', checkResponses: config.env === 'test', log,
   });
   const port = await server.listen();
   let closing: Promise<boolean> | undefined;

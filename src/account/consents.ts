@@ -19,7 +19,7 @@ export function consentView(r: ConsentRow): Record<string, unknown> {
 export function consentRoutes(deps: Deps): Route[] {
   return [{
     method: 'GET', path: '/api/user/consents', iface: 'admin',
-    doc: { summary: 'The signed-in user\'s consents to applications', tags: ['account'], security: 'bearer', responses: { 200: 'login.consentList' }, errors: [401] },
+    doc: { summary: 'The signed-in user\'s consents to applications', tags: ['account'], security: 'bearer', responses: { 200: 'login.consent-list' }, errors: [401] },
     handler: async (req) => {
       const p = await userBearer(deps, req);
       const rows = await listConsents(deps.sql, p.tenant, p.sub!);

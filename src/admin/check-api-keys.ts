@@ -18,8 +18,8 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
   const hashKey = checkKeyHashKey(deps.config.keyEncryptionKey);
   return [
     {
-      method: 'GET', path: '/api/admin/check-api-keys', iface: 'admin', querySchema: 'admin-check-api-key-list-query',
-      doc: { summary: 'List check API keys of the tenant (never the key itself)', tags, permission: READ, responses: { 200: 'admin-check-api-key-list' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'GET', path: '/api/admin/check-api-keys', iface: 'admin', querySchema: 'query.admin-check-api-key-list',
+      doc: { summary: 'List check API keys of the tenant (never the key itself)', tags, permission: READ, responses: { 200: 'admin.check-api-key-list' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const q = req.queryData as { page: number; limit: number; client_id?: string; is_active?: boolean };
@@ -28,8 +28,8 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: '/api/admin/check-api-keys', iface: 'admin', body: 'json', bodySchema: 'admin-check-api-key-create',
-      doc: { summary: 'Create a check API key for a client of the tenant; the key is in this response only', tags, permission: WRITE, responses: { 201: 'admin-check-api-key-created' }, errors: [401, 403, 404, 422], security: 'bearer' },
+      method: 'POST', path: '/api/admin/check-api-keys', iface: 'admin', body: 'json', bodySchema: 'admin.check-api-key-create',
+      doc: { summary: 'Create a check API key for a client of the tenant; the key is in this response only', tags, permission: WRITE, responses: { 201: 'admin.check-api-key-created' }, errors: [401, 403, 404, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const b = req.data as { name: string; client_id: string; allowed_operations: Operation[]; rate_limit_tier: Tier; expires_at?: number | null };
@@ -47,7 +47,7 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/api/admin/check-api-keys/:id', iface: 'admin',
-      doc: { summary: 'Get a check API key record', tags, permission: READ, responses: { 200: 'admin-check-api-key' }, errors: [401, 403, 404], security: 'bearer' },
+      doc: { summary: 'Get a check API key record', tags, permission: READ, responses: { 200: 'admin.check-api-key' }, errors: [401, 403, 404], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const k = await getCheckKey(deps.sql, ctx.tenantId, req.params.id!);
@@ -57,7 +57,7 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
     },
     {
       method: 'POST', path: '/api/admin/check-api-keys/:id/revoke', iface: 'admin', body: 'none',
-      doc: { summary: 'Revoke a check API key (it stops working at once; listed with is_active false)', tags, permission: WRITE, responses: { 200: 'admin-check-api-key' }, errors: [401, 403, 404, 409], security: 'bearer' },
+      doc: { summary: 'Revoke a check API key (it stops working at once; listed with is_active false)', tags, permission: WRITE, responses: { 200: 'admin.check-api-key' }, errors: [401, 403, 404, 409], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const id = req.params.id!;

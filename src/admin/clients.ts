@@ -54,8 +54,8 @@ export function clientRoutes(deps: Deps): Route[] {
   };
   return [
     {
-      method: 'GET', path: '/api/admin/clients', iface: 'admin', querySchema: 'admin-client-list-query',
-      doc: { summary: 'List OAuth clients, newest first (machine principals\' clients are listed with the principals)', tags, permission: READ, responses: { 200: 'admin-client-list' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'GET', path: '/api/admin/clients', iface: 'admin', querySchema: 'query.admin-client-list',
+      doc: { summary: 'List OAuth clients, newest first (machine principals\' clients are listed with the principals)', tags, permission: READ, responses: { 200: 'admin.client-list' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const q = req.queryData as { limit: number; cursor?: string; status?: string };
@@ -65,8 +65,8 @@ export function clientRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: '/api/admin/clients', iface: 'admin', body: 'json', bodySchema: 'admin-client-create',
-      doc: { summary: 'Register a client; a secret-authenticated client\'s secret is in this response only (409 client_id_already_exists)', tags, permission: WRITE, responses: { 201: 'admin-client-created' }, errors: [401, 403, 409, 422], security: 'bearer' },
+      method: 'POST', path: '/api/admin/clients', iface: 'admin', body: 'json', bodySchema: 'admin.client-create',
+      doc: { summary: 'Register a client; a secret-authenticated client\'s secret is in this response only (409 client_id_already_exists)', tags, permission: WRITE, responses: { 201: 'admin.client-created' }, errors: [401, 403, 409, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const b = req.data as ClientBody & { name: string; grant_types: string[] };
@@ -91,7 +91,7 @@ export function clientRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/api/admin/clients/:clientId', iface: 'admin',
-      doc: { summary: 'Get a client (never its secret)', tags, permission: READ, responses: { 200: 'admin-client' }, errors: [401, 403, 404], security: 'bearer' },
+      doc: { summary: 'Get a client (never its secret)', tags, permission: READ, responses: { 200: 'admin.client' }, errors: [401, 403, 404], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const row = await getClientRow(deps.sql, ctx.tenantId, req.params.clientId!);
@@ -100,8 +100,8 @@ export function clientRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'PUT', path: '/api/admin/clients/:clientId', iface: 'admin', body: 'json', bodySchema: 'admin-client-update',
-      doc: { summary: 'Update a client: the fields given replace the stored ones; status "disabled" revokes its tokens', tags, permission: WRITE, responses: { 200: 'admin-client' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
+      method: 'PUT', path: '/api/admin/clients/:clientId', iface: 'admin', body: 'json', bodySchema: 'admin.client-update',
+      doc: { summary: 'Update a client: the fields given replace the stored ones; status "disabled" revokes its tokens', tags, permission: WRITE, responses: { 200: 'admin.client' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const b = req.data as ClientPatch;
@@ -122,7 +122,7 @@ export function clientRoutes(deps: Deps): Route[] {
     },
     ...(['disable', 'enable'] as const).map((verb): Route => ({
       method: 'POST', path: `/api/admin/clients/:clientId/${verb}`, iface: 'admin', body: 'none',
-      doc: { summary: verb === 'disable' ? 'Disable a client: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled client (tokens revoked while disabled stay revoked)', tags, permission: WRITE, responses: { 200: 'admin-client' }, errors: [401, 403, 404, 409], security: 'bearer' },
+      doc: { summary: verb === 'disable' ? 'Disable a client: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled client (tokens revoked while disabled stay revoked)', tags, permission: WRITE, responses: { 200: 'admin.client' }, errors: [401, 403, 404, 409], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const id = req.params.clientId!;
@@ -141,7 +141,7 @@ export function clientRoutes(deps: Deps): Route[] {
     })),
     {
       method: 'POST', path: '/api/admin/clients/:clientId/secret', iface: 'admin', body: 'none',
-      doc: { summary: 'Rotate a client secret: the new secret is in this response only; the old one stops working', tags, permission: WRITE, responses: { 200: 'admin-client-secret' }, errors: [401, 403, 404, 409], security: 'bearer' },
+      doc: { summary: 'Rotate a client secret: the new secret is in this response only; the old one stops working', tags, permission: WRITE, responses: { 200: 'admin.client-secret' }, errors: [401, 403, 404, 409], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const id = req.params.clientId!;

@@ -1,5 +1,6 @@
 import { Forbidden } from '../errors.js';
-import { hasPermission, type AdminContext } from './context.js';
+import { hasPermission } from './permissions.js';
+import type { AdminContext } from './types.js';
 
 /** Permission strings: colon-separated segments; `*` is a wildcard segment (see hasPermission). */
 export const PERMISSION_PATTERN = '^[A-Za-z0-9_.*-]{1,64}(:[A-Za-z0-9_.*-]{1,64}){0,5}$';

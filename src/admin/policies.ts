@@ -64,7 +64,7 @@ export function policyRoutes(deps: Deps): Route[] {
     recordEvent(tx, { tenantId: ctx.tenantId, event, data: { policy_id: p.id, name: p.name, effect: p.effect, enabled: p.enabled, priority: p.priority } });
   const setEnabled = (verb: 'activate' | 'deactivate'): Route => ({
     method: 'POST', path: `${BASE}/:id/${verb}`, iface: 'admin', body: 'none',
-    doc: { summary: verb === 'activate' ? 'Activate a policy (enabled true); it applies from the next request (policy.updated)' : 'Deactivate a policy (enabled false) (policy.updated)', tags, permission: WRITE, responses: { 200: 'admin-policy' }, errors: [401, 403, 404], security: 'bearer' },
+    doc: { summary: verb === 'activate' ? 'Activate a policy (enabled true); it applies from the next request (policy.updated)' : 'Deactivate a policy (enabled false) (policy.updated)', tags, permission: WRITE, responses: { 200: 'admin.policy' }, errors: [401, 403, 404], security: 'bearer' },
     handler: async (req) => {
       const ctx = await adminContext(deps, req, WRITE);
       const id = req.params.id!;
@@ -82,8 +82,8 @@ export function policyRoutes(deps: Deps): Route[] {
   });
   return [
     {
-      method: 'GET', path: BASE, iface: 'admin', querySchema: 'admin-policy-list-query',
-      doc: { summary: 'List admin policies, newest first', tags, permission: READ, responses: { 200: 'admin-policy-list' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'GET', path: BASE, iface: 'admin', querySchema: 'query.admin-policy-list',
+      doc: { summary: 'List admin policies, newest first', tags, permission: READ, responses: { 200: 'admin.policy-list' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const q = req.queryData as { limit: number; cursor?: string; enabled?: boolean; effect?: string };
@@ -92,8 +92,8 @@ export function policyRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: BASE, iface: 'admin', body: 'json', bodySchema: 'admin-policy-create',
-      doc: { summary: 'Create an admin policy (disabled unless enabled is true; extra properties are stored and echoed) (policy.created)', tags, permission: WRITE, responses: { 201: 'admin-policy' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'POST', path: BASE, iface: 'admin', body: 'json', bodySchema: 'admin.policy-create',
+      doc: { summary: 'Create an admin policy (disabled unless enabled is true; extra properties are stored and echoed) (policy.created)', tags, permission: WRITE, responses: { 201: 'admin.policy' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const { known, extra } = split(req.data as Record<string, unknown>);
@@ -109,7 +109,7 @@ export function policyRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: `${BASE}/:id`, iface: 'admin',
-      doc: { summary: 'Get an admin policy', tags, permission: READ, responses: { 200: 'admin-policy' }, errors: [401, 403, 404], security: 'bearer' },
+      doc: { summary: 'Get an admin policy', tags, permission: READ, responses: { 200: 'admin.policy' }, errors: [401, 403, 404], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const p = await getPolicy(deps.sql, ctx.tenantId, req.params.id!);
@@ -118,8 +118,8 @@ export function policyRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'PUT', path: `${BASE}/:id`, iface: 'admin', body: 'json', bodySchema: 'admin-policy-update',
-      doc: { summary: 'Update an admin policy: the fields given replace the stored ones (policy.updated)', tags, permission: WRITE, responses: { 200: 'admin-policy' }, errors: [401, 403, 404, 422], security: 'bearer' },
+      method: 'PUT', path: `${BASE}/:id`, iface: 'admin', body: 'json', bodySchema: 'admin.policy-update',
+      doc: { summary: 'Update an admin policy: the fields given replace the stored ones (policy.updated)', tags, permission: WRITE, responses: { 200: 'admin.policy' }, errors: [401, 403, 404, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const { known, extra } = split(req.data as Record<string, unknown>);

@@ -4,8 +4,7 @@ import type { Deps } from '../deps.js';
 import { Forbidden } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { JwtPayload } from '../tokens/jwt.js';
-import { recordAudit } from './audit.js';
-import type { AdminContext } from './context.js';
+import type { AdminContext } from './types.js';
 import { applicablePolicies, type PolicyCondition, type PolicyRow } from './repo/policies.js';
 
 /** Authentication strengths, weakest first (condition auth_strength). */
@@ -113,7 +112,7 @@ export async function enforcePolicies(deps: Deps, req: HttpRequest, ctx: AdminCo
   if (!policies.length) return;
   const d = decide(policies, { ip: req.ip, now: new Date(), strength: strengthOf(ctx.token, client) });
   if (d?.effect !== 'deny') return;
-  await recordAudit(deps.sql, ctx, {
+  await deps.store.forTenant(ctx.tenantId).auditLog.record(ctx.actor, {
     action: 'admin_policy.deny', resourceType: resource, result: 'failure', severity: 'warn',
     metadata: { policy_id: d.policy.id, policy_name: d.policy.name, permission, method: req.method, path: req.path, request_id: req.requestId, ip: req.ip },
   }).catch((err) => deps.log.error({ err }, 'audit entry for a policy denial not written'));

@@ -87,7 +87,7 @@ export function principalRoutes(deps: Deps): Route[] {
   };
   const statusRoute = (verb: 'disable' | 'enable'): Route => ({
     method: 'POST', path: `${BASE}/:id/${verb}`, iface: 'admin', body: 'none',
-    doc: { summary: verb === 'disable' ? 'Disable a principal: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled principal', tags, permission: WRITE, responses: { 200: 'admin-principal' }, errors: [401, 403, 404, 409], security: 'bearer' },
+    doc: { summary: verb === 'disable' ? 'Disable a principal: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled principal', tags, permission: WRITE, responses: { 200: 'admin.principal' }, errors: [401, 403, 404, 409], security: 'bearer' },
     handler: async (req) => {
       const ctx = await adminContext(deps, req, WRITE);
       const id = req.params.id!;
@@ -103,12 +103,12 @@ export function principalRoutes(deps: Deps): Route[] {
     },
   });
   const credentialAction = (verb: 'rotate' | 'revoke'): Route => ({
-    method: 'POST', path: `${BASE}/:id/credentials/:credentialId/${verb}`, iface: 'admin', body: 'json', bodySchema: verb === 'rotate' ? 'admin-principal-credential-rotate' : 'admin-principal-credential-revoke',
+    method: 'POST', path: `${BASE}/:id/credentials/:credentialId/${verb}`, iface: 'admin', body: 'json', bodySchema: verb === 'rotate' ? 'admin.principal-credential-rotate' : 'admin.principal-credential-revoke',
     doc: {
       summary: verb === 'rotate'
         ? 'Rotate a credential: register its successor; the old one becomes rotating and expires after graceSeconds (default 86400)'
         : 'Revoke a credential at once (revokeTokens: also revoke every token the principal holds)',
-      tags, permission: WRITE, responses: { 200: verb === 'rotate' ? 'admin-principal-credential-rotation' : 'admin-principal-credential' }, errors: [401, 403, 404, 409, 422], security: 'bearer',
+      tags, permission: WRITE, responses: { 200: verb === 'rotate' ? 'admin.principal-credential-rotation' : 'admin.principal-credential' }, errors: [401, 403, 404, 409, 422], security: 'bearer',
     },
     handler: async (req) => {
       const ctx = await adminContext(deps, req, WRITE);
@@ -143,8 +143,8 @@ export function principalRoutes(deps: Deps): Route[] {
 
   return [
     {
-      method: 'GET', path: BASE, iface: 'admin', querySchema: 'admin-principal-list-query',
-      doc: { summary: 'List machine access principals of the tenant, newest first', tags, permission: READ, responses: { 200: 'admin-principal-list' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'GET', path: BASE, iface: 'admin', querySchema: 'query.admin-principal-list',
+      doc: { summary: 'List machine access principals of the tenant, newest first', tags, permission: READ, responses: { 200: 'admin.principal-list' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const q = req.queryData as { page: number; limit: number; status?: string; principal_type?: string };
@@ -154,8 +154,8 @@ export function principalRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: BASE, iface: 'admin', body: 'json', bodySchema: 'admin-principal-create',
-      doc: { summary: 'Create a machine access principal (then register its public keys as credentials)', tags, permission: WRITE, responses: { 201: 'admin-principal' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'POST', path: BASE, iface: 'admin', body: 'json', bodySchema: 'admin.principal-create',
+      doc: { summary: 'Create a machine access principal (then register its public keys as credentials)', tags, permission: WRITE, responses: { 201: 'admin.principal' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const b = req.data as { displayName: string; description?: string | null; principalType: string; tokenTtlSeconds: number; permissions: string[]; tenantScopes?: TenantScope[] };
@@ -177,7 +177,7 @@ export function principalRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: `${BASE}/:id`, iface: 'admin',
-      doc: { summary: 'Get a machine access principal with its credentials', tags, permission: READ, responses: { 200: 'admin-principal' }, errors: [401, 403, 404], security: 'bearer' },
+      doc: { summary: 'Get a machine access principal with its credentials', tags, permission: READ, responses: { 200: 'admin.principal' }, errors: [401, 403, 404], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const p = await getPrincipal(deps.sql, ctx.tenantId, req.params.id!);
@@ -186,8 +186,8 @@ export function principalRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'PUT', path: `${BASE}/:id`, iface: 'admin', body: 'json', bodySchema: 'admin-principal-update',
-      doc: { summary: 'Update a principal: the fields given replace the stored ones (status active or disabled)', tags, permission: WRITE, responses: { 200: 'admin-principal' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
+      method: 'PUT', path: `${BASE}/:id`, iface: 'admin', body: 'json', bodySchema: 'admin.principal-update',
+      doc: { summary: 'Update a principal: the fields given replace the stored ones (status active or disabled)', tags, permission: WRITE, responses: { 200: 'admin.principal' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const b = req.data as PrincipalPatch;
@@ -226,8 +226,8 @@ export function principalRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: `${BASE}/:id/credentials`, iface: 'admin', body: 'json', bodySchema: 'admin-principal-credential-create',
-      doc: { summary: 'Register a public key (JWK; ES256, PS256 or RS256) the principal signs private_key_jwt assertions with', tags, permission: WRITE, responses: { 201: 'admin-principal-credential' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
+      method: 'POST', path: `${BASE}/:id/credentials`, iface: 'admin', body: 'json', bodySchema: 'admin.principal-credential-create',
+      doc: { summary: 'Register a public key (JWK; ES256, PS256 or RS256) the principal signs private_key_jwt assertions with', tags, permission: WRITE, responses: { 201: 'admin.principal-credential' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const id = req.params.id!;

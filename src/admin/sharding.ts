@@ -49,8 +49,8 @@ async function authCodeShards(deps: Deps): Promise<number> {
 export function shardingRoutes(deps: Deps): Route[] {
   return [
     {
-      method: 'GET', path: PATH, iface: 'admin', querySchema: 'admin-sharding-query',
-      doc: { summary: 'Current refresh token sharding config (global, or a client\'s override with clientId)', tags, permission: READ, responses: { 200: 'admin-sharding-config' }, errors: [401, 403, 404, 422], security: 'bearer' },
+      method: 'GET', path: PATH, iface: 'admin', querySchema: 'query.admin-sharding',
+      doc: { summary: 'Current refresh token sharding config (global, or a client\'s override with clientId)', tags, permission: READ, responses: { 200: 'admin.sharding-config' }, errors: [401, 403, 404, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const clientId = (req.queryData as { clientId?: string }).clientId;
@@ -62,8 +62,8 @@ export function shardingRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'PUT', path: PATH, iface: 'admin', body: 'json', bodySchema: 'admin-sharding-update',
-      doc: { summary: 'Create a new refresh token shard generation (global: platform admins, must equal the auth code shard count unless skip_sync_check; clientId: a per-client override)', tags, permission: WRITE, responses: { 200: 'admin-sharding-result' }, errors: [401, 403, 404, 422], security: 'bearer' },
+      method: 'PUT', path: PATH, iface: 'admin', body: 'json', bodySchema: 'admin.sharding-update',
+      doc: { summary: 'Create a new refresh token shard generation (global: platform admins, must equal the auth code shard count unless skip_sync_check; clientId: a per-client override)', tags, permission: WRITE, responses: { 200: 'admin.sharding-result' }, errors: [401, 403, 404, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const b = req.data as { shardCount: number; clientId?: string; notes?: string; skip_sync_check?: boolean };
@@ -89,7 +89,7 @@ export function shardingRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/api/admin/settings/auth-code-sharding', iface: 'admin',
-      doc: { summary: 'The authorization code shard count a global refresh token resharding must match', tags, permission: READ, responses: { 200: 'admin-auth-code-sharding' }, errors: [401, 403], security: 'bearer' },
+      doc: { summary: 'The authorization code shard count a global refresh token resharding must match', tags, permission: READ, responses: { 200: 'admin.auth-code-sharding' }, errors: [401, 403], security: 'bearer' },
       handler: async (req) => {
         await adminContext(deps, req, READ);
         const s = await getSetting<number>(deps.sql, AUTH_CODE_SHARD_COUNT);
@@ -97,8 +97,8 @@ export function shardingRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'PUT', path: '/api/admin/settings/auth-code-sharding', iface: 'admin', body: 'json', bodySchema: 'admin-auth-code-sharding-update',
-      doc: { summary: 'Set the authorization code shard count (platform admins)', tags, permission: WRITE, responses: { 200: 'admin-auth-code-sharding' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'PUT', path: '/api/admin/settings/auth-code-sharding', iface: 'admin', body: 'json', bodySchema: 'admin.auth-code-sharding-update',
+      doc: { summary: 'Set the authorization code shard count (platform admins)', tags, permission: WRITE, responses: { 200: 'admin.auth-code-sharding' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         if (!ctx.platform) throw new Forbidden('forbidden', 'Only platform administrators may change the global sharding settings.');

@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.js';
 import { adminAudience, ADMIN_SCOPE } from './context.js';
-import { userPermissions } from './repo/roles.js';
+
 
 /**
  * Claims that make a person's access token usable on /api/admin: when the token is for the admin
@@ -10,6 +10,6 @@ import { userPermissions } from './repo/roles.js';
 export async function adminClaimsFor(deps: Deps, tenantId: string, userId: string, aud: string | string[], scope: string): Promise<Record<string, unknown>> {
   const auds = Array.isArray(aud) ? aud : [aud];
   if (!auds.includes(adminAudience(deps.config.issuer)) || !scope.split(' ').includes(ADMIN_SCOPE)) return {};
-  const permissions = (await userPermissions(deps.sql, tenantId, userId)).filter((p) => p.startsWith('admin:'));
+  const permissions = (await deps.store.forTenant(tenantId).roles.permissionsOf(userId)).filter((p) => p.startsWith('admin:'));
   return { permissions, tenant_scopes: [{ scope_mode: 'none', tenant_id: null }] };
 }

@@ -8,7 +8,7 @@ import { adminContext } from './context.js';
 import { audited } from './mutate.js';
 import { decodeCursor, page } from './pagination.js';
 import { deleteUser, listUsers, lockUser, revokeUserRefreshTokens, setUserStatus, updateUser, type UserFilter, type UserPatch } from './repo/users.js';
-import { userRoles } from './repo/roles.js';
+
 
 const READ = 'admin:users:read';
 const WRITE = 'admin:users:write';
@@ -42,7 +42,7 @@ export function userRoutes(deps: Deps): Route[] {
   const cutTokens = (tenantId: string, userId: string) => deps.tokens.revocations.revokeBefore(tenantId, 'sub', userId, Date.now(), MAX_ACCESS_TTL);
   const setStatus = (suspend: boolean): Route => ({
     method: 'POST', path: `/api/admin/users/:id/${suspend ? 'suspend' : 'unsuspend'}`, iface: 'admin', body: 'none',
-    doc: { summary: suspend ? 'Suspend a user: sign-in refused, tokens revoked (user.suspended)' : 'Lift a suspension (user.unsuspended)', tags, permission: WRITE, responses: { 200: 'admin-user' }, errors: [401, 403, 404], security: 'bearer' },
+    doc: { summary: suspend ? 'Suspend a user: sign-in refused, tokens revoked (user.suspended)' : 'Lift a suspension (user.unsuspended)', tags, permission: WRITE, responses: { 200: 'admin.user' }, errors: [401, 403, 404], security: 'bearer' },
     handler: async (req) => {
       const ctx = await adminContext(deps, req, WRITE);
       const id = req.params.id!;
@@ -63,8 +63,8 @@ export function userRoutes(deps: Deps): Route[] {
   });
   return [
     {
-      method: 'GET', path: '/api/admin/users', iface: 'admin', querySchema: 'admin-user-list-query',
-      doc: { summary: 'List users, newest first (filters: status, email prefix, q, role_id)', tags, permission: READ, responses: { 200: 'admin-user-list' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'GET', path: '/api/admin/users', iface: 'admin', querySchema: 'query.admin-user-list',
+      doc: { summary: 'List users, newest first (filters: status, email prefix, q, role_id)', tags, permission: READ, responses: { 200: 'admin.user-list' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const q = req.queryData as Omit<UserFilter, 'cursor'> & { cursor?: string };
@@ -73,8 +73,8 @@ export function userRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: '/api/admin/users', iface: 'admin', body: 'json', bodySchema: 'admin-user-create',
-      doc: { summary: 'Create a user (user.created)', tags, permission: WRITE, responses: { 201: 'admin-user' }, errors: [401, 403, 409, 422], security: 'bearer' },
+      method: 'POST', path: '/api/admin/users', iface: 'admin', body: 'json', bodySchema: 'admin.user-create',
+      doc: { summary: 'Create a user (user.created)', tags, permission: WRITE, responses: { 201: 'admin.user' }, errors: [401, 403, 409, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const b = req.data as { email: string; name?: string | null; email_verified?: boolean; metadata?: Record<string, unknown> };
@@ -90,18 +90,18 @@ export function userRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/api/admin/users/:id', iface: 'admin',
-      doc: { summary: 'Get a user with its roles', tags, permission: READ, responses: { 200: 'admin-user' }, errors: [401, 403, 404], security: 'bearer' },
+      doc: { summary: 'Get a user with its roles', tags, permission: READ, responses: { 200: 'admin.user' }, errors: [401, 403, 404], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const u = await getUser(deps.sql, ctx.tenantId, req.params.id!);
         if (!u) throw userNotFound();
-        const roles = await userRoles(deps.sql, ctx.tenantId, u.id);
+        const roles = await deps.store.forTenant(ctx.tenantId).roles.ofUser(u.id);
         return { body: { ...userView(u), roles: roles.map((r) => ({ id: r.role_id, name: r.name })) } };
       },
     },
     {
-      method: 'PUT', path: '/api/admin/users/:id', iface: 'admin', body: 'json', bodySchema: 'admin-user-update',
-      doc: { summary: 'Update a user: the fields given replace the stored ones (user.updated)', tags, permission: WRITE, responses: { 200: 'admin-user' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
+      method: 'PUT', path: '/api/admin/users/:id', iface: 'admin', body: 'json', bodySchema: 'admin.user-update',
+      doc: { summary: 'Update a user: the fields given replace the stored ones (user.updated)', tags, permission: WRITE, responses: { 200: 'admin.user' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const patch = req.data as UserPatch;

@@ -42,8 +42,8 @@ export function webhookRoutes(deps: Deps): Route[] {
   const kek = deps.config.keyEncryptionKey;
   return [
     {
-      method: 'GET', path: '/api/admin/webhooks', iface: 'admin', querySchema: 'webhook-list-query',
-      doc: { summary: 'List webhooks', tags, permission: READ, responses: { 200: 'webhook-list' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'GET', path: '/api/admin/webhooks', iface: 'admin', querySchema: 'query.webhook-list',
+      doc: { summary: 'List webhooks', tags, permission: READ, responses: { 200: 'admin.webhook-list' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const q = req.queryData as { limit: number; cursor?: string; status?: string };
@@ -53,8 +53,8 @@ export function webhookRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: '/api/admin/webhooks', iface: 'admin', body: 'json', bodySchema: 'webhook-create',
-      doc: { summary: 'Create a webhook (a generated secret is shown once, in this response)', tags, permission: WRITE, responses: { 201: 'webhook-created' }, errors: [401, 403, 422], security: 'bearer' },
+      method: 'POST', path: '/api/admin/webhooks', iface: 'admin', body: 'json', bodySchema: 'admin.webhook-create',
+      doc: { summary: 'Create a webhook (a generated secret is shown once, in this response)', tags, permission: WRITE, responses: { 201: 'admin.webhook-created' }, errors: [401, 403, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const input = req.data as Omit<WebhookInput, 'secret'> & { secret?: string };
@@ -66,15 +66,15 @@ export function webhookRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/api/admin/webhooks/:id', iface: 'admin',
-      doc: { summary: 'Get a webhook', tags, permission: READ, responses: { 200: 'webhook' }, errors: [401, 403, 404], security: 'bearer' },
+      doc: { summary: 'Get a webhook', tags, permission: READ, responses: { 200: 'admin.webhook' }, errors: [401, 403, 404], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         return { body: webhookView(await mustGet(deps, ctx.tenantId, req.params.id!)) };
       },
     },
     {
-      method: 'PUT', path: '/api/admin/webhooks/:id', iface: 'admin', body: 'json', bodySchema: 'webhook-update',
-      doc: { summary: 'Update a webhook: the fields given replace the stored ones; `status` activates or deactivates', tags, permission: WRITE, responses: { 200: 'webhook' }, errors: [401, 403, 404, 422], security: 'bearer' },
+      method: 'PUT', path: '/api/admin/webhooks/:id', iface: 'admin', body: 'json', bodySchema: 'admin.webhook-update',
+      doc: { summary: 'Update a webhook: the fields given replace the stored ones; `status` activates or deactivates', tags, permission: WRITE, responses: { 200: 'admin.webhook' }, errors: [401, 403, 404, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const patch = req.data as WebhookPatch;
@@ -100,13 +100,13 @@ export function webhookRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: '/api/admin/webhooks/:id/test', iface: 'admin', body: 'json', bodySchema: 'webhook-test-request',
-      doc: { summary: 'Send a test event now and report the receiver\'s answer (honours Idempotency-Key for 24 h)', tags, permission: WRITE, responses: { 200: 'webhook-test-result' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
+      method: 'POST', path: '/api/admin/webhooks/:id/test', iface: 'admin', body: 'json', bodySchema: 'admin.webhook-test-request',
+      doc: { summary: 'Send a test event now and report the receiver\'s answer (honours Idempotency-Key for 24 h)', tags, permission: WRITE, responses: { 200: 'admin.webhook-test-result' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
       handler: (req) => testWebhook(deps, req),
     },
     {
-      method: 'GET', path: '/api/admin/webhooks/:id/deliveries', iface: 'admin', querySchema: 'webhook-deliveries-query',
-      doc: { summary: 'List deliveries of a webhook, newest first', tags, permission: READ, responses: { 200: 'webhook-delivery-list' }, errors: [401, 403, 404, 422], security: 'bearer' },
+      method: 'GET', path: '/api/admin/webhooks/:id/deliveries', iface: 'admin', querySchema: 'query.webhook-deliveries',
+      doc: { summary: 'List deliveries of a webhook, newest first', tags, permission: READ, responses: { 200: 'admin.webhook-delivery-list' }, errors: [401, 403, 404, 422], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const w = await mustGet(deps, ctx.tenantId, req.params.id!);
@@ -118,7 +118,7 @@ export function webhookRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/api/admin/webhooks/:id/deliveries/:deliveryId', iface: 'admin',
-      doc: { summary: 'Get one delivery with every attempt', tags, permission: READ, responses: { 200: 'webhook-delivery' }, errors: [401, 403, 404], security: 'bearer' },
+      doc: { summary: 'Get one delivery with every attempt', tags, permission: READ, responses: { 200: 'admin.webhook-delivery' }, errors: [401, 403, 404], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, READ);
         const r = await getDelivery(deps.sql, ctx.tenantId, req.params.id!, req.params.deliveryId!);
@@ -128,7 +128,7 @@ export function webhookRoutes(deps: Deps): Route[] {
     },
     {
       method: 'POST', path: '/api/admin/webhooks/:id/deliveries/:deliveryId/retry', iface: 'admin',
-      doc: { summary: 'Retry a failed delivery once more (it becomes pending)', tags, permission: WRITE, responses: { 202: 'webhook-retry-result' }, errors: [401, 403, 404, 409], security: 'bearer' },
+      doc: { summary: 'Retry a failed delivery once more (it becomes pending)', tags, permission: WRITE, responses: { 202: 'admin.webhook-retry-result' }, errors: [401, 403, 404, 409], security: 'bearer' },
       handler: async (req) => {
         const ctx = await adminContext(deps, req, WRITE);
         const r = await deps.sql.begin(async (tx) => {

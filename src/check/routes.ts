@@ -1,5 +1,4 @@
-import { hasPermission } from '../admin/context.js';
-import { userPermissions } from '../admin/repo/roles.js';
+import { hasPermission } from '../admin/permissions.js';
 import type { Deps } from '../deps.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
@@ -28,7 +27,7 @@ async function answer(deps: Deps, tenantId: string, items: CheckItem[]): Promise
   const load = (id: string) => {
     let p = perUser.get(id);
     if (!p) {
-      p = getUser(deps.sql, tenantId, id).then(async (u) => (u ? { status: u.status, perms: await userPermissions(deps.sql, tenantId, id) } : null));
+      p = getUser(deps.sql, tenantId, id).then(async (u) => (u ? { status: u.status, perms: await deps.store.forTenant(tenantId).roles.permissionsOf(id) } : null));
       perUser.set(id, p);
     }
     return p;
@@ -47,8 +46,8 @@ export function checkRoutes(deps: Deps): Route[] {
   const hashKey = checkKeyHashKey(deps.config.keyEncryptionKey);
   return [
     {
-      method: 'POST', path: '/api/check', iface: 'admin', body: 'json', bodySchema: 'check-request',
-      doc: { summary: 'Whether a user holds a permission (check API key with the check operation; rate-limited by tier)', tags: ['check'], responses: { 200: 'check-result' }, errors: [401, 403, 404, 422, 429], security: 'apikey' },
+      method: 'POST', path: '/api/check', iface: 'admin', body: 'json', bodySchema: 'check.check-request',
+      doc: { summary: 'Whether a user holds a permission (check API key with the check operation; rate-limited by tier)', tags: ['check'], responses: { 200: 'check.check-result' }, errors: [401, 403, 404, 422, 429], security: 'apikey' },
       handler: async (req) => {
         const key = await authenticateKey(deps, hashKey, req, 'check', 1);
         const [a] = await answer(deps, key.tenant_id, [req.data as CheckItem]);
@@ -57,8 +56,8 @@ export function checkRoutes(deps: Deps): Route[] {
       },
     },
     {
-      method: 'POST', path: '/api/check/batch', iface: 'admin', body: 'json', bodySchema: 'check-batch-request',
-      doc: { summary: 'Up to 100 checks at once (operation batch; each check counts against the rate limit)', tags: ['check'], responses: { 200: 'check-batch-result' }, errors: [401, 403, 422, 429], security: 'apikey' },
+      method: 'POST', path: '/api/check/batch', iface: 'admin', body: 'json', bodySchema: 'check.check-batch-request',
+      doc: { summary: 'Up to 100 checks at once (operation batch; each check counts against the rate limit)', tags: ['check'], responses: { 200: 'check.check-batch-result' }, errors: [401, 403, 422, 429], security: 'apikey' },
       handler: async (req) => {
         const items = (req.data as { checks: CheckItem[] }).checks;
         const key = await authenticateKey(deps, hashKey, req, 'batch', items.length);

@@ -9,7 +9,7 @@ const ERROR_TEXT: Record<number, string> = {
 /** Builds the OpenAPI 3.1 document from the route table and the same schemas that validate requests. */
 export function buildOpenApi(routes: Route[], issuer: string, version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  const used = new Set<string>(['error']);
+  const used = new Set<string>(['common.error']);
   const ref = (id: string) => { used.add(id); return { $ref: `#/components/schemas/${id}` }; };
   for (const r of routes) {
     if (!r.doc) continue;
@@ -38,7 +38,7 @@ export function buildOpenApi(routes: Route[], issuer: string, version: string): 
     if (r.bodySchema || r.querySchema) errs.add(r.iface === 'admin' ? 422 : 400);
     if (r.doc.security && r.doc.security !== 'none') errs.add(401);
     if (r.doc.permission) errs.add(403);
-    for (const s of [...errs].sort()) responses[String(s)] = { description: ERROR_TEXT[s] ?? 'Error', content: { 'application/json': { schema: ref('error') } } };
+    for (const s of [...errs].sort()) responses[String(s)] = { description: ERROR_TEXT[s] ?? 'Error', content: { 'application/json': { schema: ref('common.error') } } };
     op.responses = responses;
     const sec = r.doc.security;
     if (sec === 'basic') op.security = [{ clientBasic: [] }];

@@ -8,7 +8,8 @@ import { httpDuration, httpRequests, inflightGauge, shedCounter } from '../metri
 import { HttpRequest } from './request.js';
 import type { Router } from './router.js';
 import type { Reply, Route } from './types.js';
-import { validate, validatorFor } from './validate.js';
+import { responseValidators } from '../generated/index.js';
+import { errorDetails, validate, validatorFor } from './validate.js';
 
 /** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
 export function assertNativeUws(): void {
@@ -24,6 +25,11 @@ export interface ServerOptions {
   maxInflight: number;
   /** X-Debug: true adds a debug object to error bodies only when this is set (NODE_ENV=development). */
   debugErrors: boolean;
+  /**
+   * Holds every JSON reply to its route's response schema, closed to undeclared properties; a mismatch
+   * becomes a 500 that names it (NODE_ENV=test: the suite fails on a reply that drifts from its schema).
+   */
+  checkResponses?: boolean;
   log: Logger;
 }
 
@@ -152,8 +158,10 @@ export class HttpServer {
   private async dispatch(res: HttpResponse, req: HttpRequest, route: Route, started: bigint): Promise<void> {
     let reply: Reply;
     try {
+      if (route.authenticate) await route.authenticate(req);
       prepare(req, route);
       reply = await route.handler(req);
+      if (this.opts.checkResponses) checkReply(route, reply);
     } catch (err) {
       this.finishError(res, req, err, route, started, false);
       return;
@@ -253,6 +261,26 @@ function prepare(req: HttpRequest, route: Route): void {
     const data = req.form();
     if (route.bodySchema) validate(validatorFor(route.bodySchema), data);
     req.data = data;
+  }
+}
+
+/** The test suite's guard: a reply must match the schema its route documents for that status. */
+function checkReply(route: Route, reply: Reply): void {
+  const responses = route.doc?.responses;
+  if (!responses) return;
+  const status = reply.status ?? 200;
+  const id = responses[status];
+  if (id === undefined) throw new Error(`${route.method} ${route.path} answered ${status}, which its documentation does not list`);
+  if (id === null) {
+    if (reply.body !== undefined && reply.body !== null) throw new Error(`${route.method} ${route.path} answered a body with ${status}, documented as empty`);
+    return;
+  }
+  if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) return;
+  const v = responseValidators[id];
+  if (!v) throw new Error(`${route.method} ${route.path}: no response schema ${id}`);
+  // Round-trip through JSON: the client sees what JSON.stringify makes of the value.
+  if (!v(JSON.parse(JSON.stringify(reply.body ?? null)))) {
+    throw new Error(`${route.method} ${route.path} reply does not match ${id}: ${JSON.stringify(errorDetails(v.errors ?? []))}`);
   }
 }
 

@@ -41,6 +41,11 @@ export interface Route {
   bodyLimit?: number;
   /** Pages are served as HTML: errors render as HTML too. */
   html?: boolean;
+  /**
+   * Runs before the body and query are parsed and validated: credentials are checked first, so an
+   * unauthenticated caller gets 401, not a verdict on its body.
+   */
+  authenticate?: (req: HttpRequest) => Promise<void>;
   handler: Handler;
   doc?: RouteDoc;
 }

@@ -68,7 +68,7 @@ export function loginRoutes(deps: Deps): Route[] {
         }
       } catch (err) { return failure(err, false, 'public'); }
     }
-    validate(validatorFor('login.emailCodeGenerate'), data);
+    validate(validatorFor('login.email-code-generate'), data);
     const email = String(data.email).trim();
     if (!isEmail(email)) throw new InvalidEmail();
     const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
@@ -114,7 +114,7 @@ export function loginRoutes(deps: Deps): Route[] {
         return failure(err, false, 'public');
       }
     }
-    validate(validatorFor('login.emailCodeVerify'), data);
+    validate(validatorFor('login.email-code-verify'), data);
     const s = await signIn(String(data.email), String(data.code).trim());
     const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
     return {
@@ -168,17 +168,17 @@ export function loginRoutes(deps: Deps): Route[] {
 
   const routes: Route[] = [
     {
-      method: 'POST', path: '/email-code/generate', iface: 'public', bodySchema: 'login.emailCodeGenerate', bodyLimit: 8192,
-      doc: { summary: 'Login step 2: email a one-time code (same answer for known and unknown addresses)', tags: ['login'], security: 'none', responses: { 200: 'login.emailCodeSent' }, errors: [400, 403, 404, 422, 429, 503] },
+      method: 'POST', path: '/email-code/generate', iface: 'public', bodySchema: 'login.email-code-generate', bodyLimit: 8192,
+      doc: { summary: 'Login step 2: email a one-time code (same answer for known and unknown addresses)', tags: ['login'], security: 'none', responses: { 200: 'login.email-code-sent' }, errors: [400, 403, 404, 422, 429, 503] },
       handler: generate,
     },
     {
-      method: 'POST', path: '/email-code/verify', iface: 'public', bodySchema: 'login.emailCodeVerify', bodyLimit: 8192,
-      doc: { summary: 'Login step 3: check the code and start a session (cookie svc_session)', tags: ['login'], security: 'none', responses: { 200: 'login.emailCodeVerified' }, errors: [400, 403, 422, 503] },
+      method: 'POST', path: '/email-code/verify', iface: 'public', bodySchema: 'login.email-code-verify', bodyLimit: 8192,
+      doc: { summary: 'Login step 3: check the code and start a session (cookie svc_session)', tags: ['login'], security: 'none', responses: { 200: 'login.email-code-verified' }, errors: [400, 403, 422, 503] },
       handler: verify,
     },
     {
-      method: 'GET', path: '/authorize/resume', iface: 'oauth', querySchema: 'query.authorizeResume', html: true,
+      method: 'GET', path: '/authorize/resume', iface: 'oauth', querySchema: 'query.authorize-resume', html: true,
       doc: { summary: 'Continue a pending authorization request after sign-in', tags: ['login'], security: 'session', responses: { 200: null, 303: null } },
       handler: resume,
     },

@@ -69,7 +69,7 @@ export function introspectRoutes(deps: Deps): Route[] {
 
   return [{
     method: 'POST', path: '/introspect', iface: 'oauth', body: 'form', bodySchema: 'form.introspect',
-    doc: { summary: 'Token introspection (RFC 7662) with revocation check and strictValidation', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.introspectionResponse' }, errors: [400, 401, 403, 503] },
+    doc: { summary: 'Token introspection (RFC 7662) with revocation check and strictValidation', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.introspection-response' }, errors: [400, 401, 403, 503] },
     handler: async (req) => {
       const form = req.data as Form;
       const rs = await authenticateClient({ clients: tokens.clients, redis, secretKey: tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form);

@@ -10,7 +10,7 @@ export function tokenRoutes(deps: Deps): Route[] {
   const endpoint = `${deps.config.issuer}/token`;
   return [{
     method: 'POST', path: '/token', iface: 'oauth', body: 'form', bodySchema: 'form.token',
-    doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.tokenResponse' }, errors: [400, 401, 403, 503] },
+    doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
     handler: async (req) => {
       const form = req.data as Form;
       const grantType = form.grant_type as string;

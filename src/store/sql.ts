@@ -3,6 +3,8 @@ import type { Config } from '../config.js';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 export type TxSql = postgres.TransactionSql<Record<string, never>>;
+/** The pool or a transaction: what a repository runs its statements on. */
+export type Db = Sql | TxSql;
 
 /** The one Postgres client of a process. Values only through tagged templates. */
 export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'>, opts: { max?: number } = {}): Sql {

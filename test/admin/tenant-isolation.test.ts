@@ -23,7 +23,7 @@ const bPrincipal: any = ok(await B.call('POST', '/api/admin/machine-access/princ
 const bCred: any = ok(await B.call('POST', `/api/admin/machine-access/principals/${bPrincipal.id}/credentials`, { publicJwk: jwk(), alg: 'ES256', displayName: 'k' }), 'credential');
 const bKey: any = ok(await B.call('POST', '/api/admin/check-api-keys', { name: 'B key', client_id: bClient.client_id }), 'check key');
 const bPolicy: any = ok(await B.call('POST', '/api/admin/admin-policies', { name: 'B policy', priority: 1, effect: 'deny', conditions: [], resource_types: ['nothing'], actions: ['read'] }), 'policy');
-const bHook: any = ok(await B.call('POST', '/api/admin/webhooks', { name: 'B hook', url: 'http://127.0.0.1:9/hook', events: ['user.created'] }), 'webhook');
+const bHook: any = ok(await B.call('POST', '/api/admin/webhooks', { name: 'B hook', url: 'http://127.0.0.1:9/hook', events: ['user.created'] }), 'admin.webhook');
 const bAudit: any = ok(await B.call('GET', '/api/admin/admin-audit-log?limit=1'), 'audit').items[0];
 
 const secrets = [B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id];

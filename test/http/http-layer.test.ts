@@ -21,9 +21,9 @@ async function serve(routes: Route[], opts: { debugErrors?: boolean; bodyLimitBy
   return { server, port, url: `http://127.0.0.1:${port}` };
 }
 
-const echo: Route = { method: 'POST', path: '/api/admin/echo', iface: 'admin', body: 'json', bodySchema: 'error', handler: (r) => ({ status: 201, body: r.data }) };
+const echo: Route = { method: 'POST', path: '/api/admin/echo', iface: 'admin', body: 'json', bodySchema: 'common.error', handler: (r) => ({ status: 201, body: r.data }) };
 const oauthEcho: Route = { method: 'POST', path: '/oauth/echo', iface: 'oauth', body: 'form', handler: (r) => ({ body: r.data }) };
-const oauthValidated: Route = { method: 'POST', path: '/oauth/strict', iface: 'oauth', body: 'json', bodySchema: 'error', handler: () => ({ body: {} }) };
+const oauthValidated: Route = { method: 'POST', path: '/oauth/strict', iface: 'oauth', body: 'json', bodySchema: 'common.error', handler: () => ({ body: {} }) };
 const item: Route = { method: 'GET', path: '/api/admin/items/:id', iface: 'admin', handler: (r) => (r.params.id === 'missing' ? Promise.reject(new NotFound('user_not_found', 'No such user.')) : { body: { id: r.params.id } }) };
 const itemDelete: Route = { method: 'DELETE', path: '/api/admin/items/:id', iface: 'admin', handler: () => ({ status: 204 }) };
 const boom: Route = { method: 'GET', path: '/boom', iface: 'admin', handler: () => { throw new Error('secret internal detail'); } };

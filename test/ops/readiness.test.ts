@@ -62,5 +62,5 @@ t.test('metrics and the OpenAPI document are served', async (t) => {
   const doc = await j(await fetch(`${srv.url}/openapi.json`));
   t.equal(doc.openapi, '3.1.0');
   t.ok(doc.paths['/readyz'].get);
-  t.ok(doc.components.schemas.error);
+  t.ok(doc.components.schemas['common.error']);
 });

@@ -11,12 +11,12 @@ t.test('migrations apply once, a second run applies nothing, and edited migratio
   const first = await migrate(db.sql);
   const all = fs.readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort();
   t.same(first.applied, all, 'every migration applied in order');
-  const [{ n }] = await db.sql<{ n: number }[]>`select count(*)::int as n from schema_migrations`;
+  const [{ n }] = (await db.sql<{ n: number }[]>`select count(*)::int as n from schema_migrations`) as unknown as [{ n: number }];
   t.equal(n, all.length);
   const second = await migrate(db.sql);
   t.same(second.applied, [], 'nothing applied the second time');
   t.equal(second.skipped, all.length);
-  const [{ exists }] = await db.sql<{ exists: boolean }[]>`select to_regclass('public.tenants') is not null as exists`;
+  const [{ exists }] = (await db.sql<{ exists: boolean }[]>`select to_regclass('public.tenants') is not null as exists`) as unknown as [{ exists: boolean }];
   t.ok(exists, 'tables exist');
 
   // A copy of the migrations with the first file edited must be refused, not silently skipped.
@@ -44,6 +44,6 @@ t.test('a failing migration leaves nothing behind', async (t) => {
   fs.writeFileSync(path.join(dir, '0001_ok.sql'), 'create table a (x int);');
   fs.writeFileSync(path.join(dir, '0002_bad.sql'), 'create table b (x nonexistent_type);');
   await t.rejects(migrate(db.sql, dir));
-  const [{ a }] = await db.sql<{ a: boolean }[]>`select to_regclass('public.a') is not null as a`;
+  const [{ a }] = (await db.sql<{ a: boolean }[]>`select to_regclass('public.a') is not null as a`) as unknown as [{ a: boolean }];
   t.notOk(a, 'the whole batch rolled back');
 });

@@ -1,0 +1,11 @@
+import { Unauthorized } from '../../errors.js';
+import type { JwtPayload } from '../../tokens/jwt.js';
+
+/** The audience of tokens accepted by the administration interface. */
+export const adminAudience = (issuer: string) => `${issuer}/api/admin`;
+
+/** Step 2: the token was issued for the administration interface (401 otherwise). */
+export function checkAudience(p: JwtPayload, issuer: string): void {
+  const aud = Array.isArray(p.aud) ? p.aud : [p.aud];
+  if (!aud.includes(adminAudience(issuer))) throw new Unauthorized('unauthorized', 'The access token is not meant for the administration interface.');
+}

@@ -1,0 +1,159 @@
+import type { Deps } from '../deps.js';
+import { AppError } from '../errors.js';
+import type { SchemaTypes } from '../generated/types.js';
+import type { HttpRequest } from '../http/request.js';
+import type { Reply, Route } from '../http/types.js';
+import type { TenantStore } from '../store/index.js';
+import type { AuditSeverity } from '../store/audit-log.js';
+import type { TxSql } from '../store/sql.js';
+import type { TenantMode } from './checks/resolve-tenant.js';
+import { adminContext } from './context.js';
+import type { AdminContext } from './types.js';
+
+export type SchemaId = keyof SchemaTypes;
+/** The validated value of a schema, or nothing when the route declares none. */
+type Data<S> = S extends SchemaId ? SchemaTypes[S] : undefined;
+type Method = Route['method'];
+
+/** What the mutation's audit entry records, declared once per route. */
+export interface AuditSpec {
+  /** `<resource>.<verb>`, e.g. `user.create`. */
+  action: string;
+  resourceType: string;
+  severity?: AuditSeverity;
+  /** Path parameter naming the resource when it is known before the change (`id` by default, when the path has it). */
+  resourceParam?: string;
+}
+
+/** What a mutation hands back: its result, and what the audit entry says of it. */
+export interface MutationOutcome<T> {
+  result: T;
+  resourceId?: string;
+  before?: unknown;
+  after?: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+/** Everything a handler needs, resolved and validated before it runs. */
+export interface AdminCall<B, Q> {
+  deps: Deps;
+  req: HttpRequest;
+  ctx: AdminContext;
+  params: Record<string, string>;
+  body: B;
+  query: Q;
+  /** The repositories of the request's tenant. */
+  store: TenantStore;
+  /**
+   * Runs the change in one transaction together with its audit entry (and whatever events it records
+   * in `tx`); a failed change rolls back and is then audited on its own as `failure`. Mutating routes
+   * must call it exactly once.
+   */
+  mutate<T>(fn: (tx: TxSql, store: TenantStore) => Promise<MutationOutcome<T>>): Promise<T>;
+  /** Says that this successful request changed nothing (an idempotent replay), so no audit entry is owed. */
+  unchanged(): void;
+}
+
+export interface AdminRouteSpec<B extends SchemaId | undefined, Q extends SchemaId | undefined> {
+  method: Method;
+  /** Path with ':name' parameters. */
+  path: string;
+  summary: string;
+  tags: string[];
+  /** The permission the caller needs; documented in OpenAPI as x-permission. */
+  permission: string;
+  /** `selected` (default) honours X-Tenant-Id within the token's tenant scopes; `own` ignores it. */
+  tenant?: TenantMode;
+  body?: B;
+  query?: Q;
+  /** Response schema ids by status (null: no body). */
+  response: Record<number, SchemaId | null>;
+  /** Error statuses beyond the ones every admin route may answer (401, 403, 422). */
+  errors?: number[];
+  /** Required on every POST, PUT, PATCH and DELETE: their changes are audited. */
+  audit?: AuditSpec;
+  handler: (call: AdminCall<Data<B>, Data<Q>>) => Promise<Reply>;
+}
+
+const MUTATING = new Set<Method>(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Request metadata every audit entry carries. */
+function requestMeta(req: HttpRequest): Record<string, unknown> {
+  return { request_id: req.requestId, ip: req.ip, user_agent: req.headers['user-agent'] ?? null };
+}
+
+/**
+ * Runs `fn` in one transaction with its audit entry; on failure the change rolls back and a `failure`
+ * entry is written on its own.
+ */
+export async function auditedChange<T>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: AuditSpec & { resourceId?: string | undefined },
+  fn: (tx: TxSql, store: TenantStore) => Promise<MutationOutcome<T>>): Promise<T> {
+  try {
+    return await deps.store.transaction(ctx.tenantId, async (store, tx) => {
+      const out = await fn(tx, store);
+      await store.auditLog.record(ctx.actor, {
+        action: spec.action, resourceType: spec.resourceType, resourceId: out.resourceId ?? spec.resourceId ?? null,
+        severity: spec.severity ?? 'info', metadata: { ...requestMeta(req), ...out.metadata }, before: out.before, after: out.after,
+      });
+      return out.result;
+    });
+  } catch (err) {
+    const known = err instanceof AppError;
+    await deps.store.forTenant(ctx.tenantId).auditLog.record(ctx.actor, {
+      action: spec.action, resourceType: spec.resourceType, resourceId: spec.resourceId ?? null, result: 'failure',
+      severity: known && err.status < 500 ? 'warn' : 'error',
+      metadata: { ...requestMeta(req), error: known ? err.code : 'internal_error', status: known ? err.status : 500 },
+    }).catch((e) => deps.log.error({ err: e }, 'audit entry for a failed admin mutation not written'));
+    throw err;
+  }
+}
+
+/**
+ * One declaration per admin endpoint: its OpenAPI entry, the permission check, the tenant, the typed
+ * and validated body and query, and the audit of every mutation in the mutation's own transaction.
+ * Credentials are checked before the body is validated, so an unauthenticated caller learns nothing
+ * about the body's shape.
+ */
+export function adminRoute<B extends SchemaId | undefined = undefined, Q extends SchemaId | undefined = undefined>(
+  deps: Deps, spec: AdminRouteSpec<B, Q>,
+): Route {
+  const mutating = MUTATING.has(spec.method);
+  if (mutating && !spec.audit) throw new TypeError(`${spec.method} ${spec.path}: an admin mutation must declare its audit entry`);
+  const param = spec.audit?.resourceParam ?? (spec.path.includes('/:id') ? 'id' : undefined);
+  const ctxOf = new WeakMap<HttpRequest, AdminContext>();
+  return {
+    method: spec.method,
+    path: spec.path,
+    iface: 'admin',
+    body: spec.body ? 'json' : 'none',
+    ...(spec.body ? { bodySchema: spec.body } : {}),
+    ...(spec.query ? { querySchema: spec.query } : {}),
+    doc: {
+      summary: spec.summary, tags: spec.tags, permission: spec.permission, security: 'bearer',
+      responses: spec.response, errors: [401, 403, ...(spec.errors ?? [])],
+    },
+    authenticate: async (req) => { ctxOf.set(req, await adminContext(deps, req, spec.permission, spec.tenant)); },
+    handler: async (req) => {
+      const ctx = ctxOf.get(req)!;
+      let mutations = 0;
+      let unchanged = false;
+      const call: AdminCall<Data<B>, Data<Q>> = {
+        deps, req, ctx, params: req.params,
+        body: req.data as Data<B>, query: req.queryData as Data<Q>,
+        store: deps.store.forTenant(ctx.tenantId),
+        mutate: (fn) => {
+          mutations++;
+          const resourceId = param ? req.params[param] : undefined;
+          return auditedChange(deps, ctx, req, { ...spec.audit!, resourceId }, fn);
+        },
+        unchanged: () => { unchanged = true; },
+      };
+      const reply = await spec.handler(call);
+      // A mutation that answered success without its audit entry is a bug in the route, not the caller's.
+      if (mutating && (mutations === 0) !== unchanged && (reply.status ?? 200) < 300) {
+        throw new Error(`${spec.method} ${spec.path} answered success with ${mutations} audited changes${unchanged ? ' after saying it changed nothing' : ''}`);
+      }
+      return reply;
+    },
+  };
+}

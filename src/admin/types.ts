@@ -1,0 +1,15 @@
+import type { JwtPayload } from '../tokens/jwt.js';
+
+/** Who is calling the administration interface, and for which tenant (resolved by ./checks). */
+export interface AdminContext {
+  /** The tenant every query of this request is scoped to. */
+  tenantId: string;
+  actor: { type: 'user' | 'machine'; id: string; displayName: string; email: string | null };
+  permissions: ReadonlySet<string>;
+  /** May act on any tenant (tenant scope `all`). */
+  platform: boolean;
+  token: JwtPayload;
+}
+
+/** One entry of an admin token's `tenant_scopes` claim. */
+export type TenantScope = { scope_mode: 'none' | 'all' | 'allow'; tenant_id: string | null };

@@ -1,0 +1,77 @@
+import type { Cursor } from './cursor.js';
+import { newId } from './ids.js';
+import type { Db } from './sql.js';
+
+export type AuditResult = 'success' | 'failure';
+export type AuditSeverity = 'debug' | 'info' | 'warn' | 'error' | 'critical';
+
+/** Who acted: the admin context's actor, or a system actor for background work. */
+export interface AuditActor { type: 'user' | 'machine'; id: string; displayName: string; email: string | null }
+
+export interface AuditInput {
+  action: string;
+  resourceType: string;
+  resourceId?: string | null;
+  result?: AuditResult;
+  severity?: AuditSeverity;
+  metadata?: Record<string, unknown>;
+  before?: unknown;
+  after?: unknown;
+}
+
+export interface AuditRow {
+  tenant_id: string; id: string; admin_user_id: string; admin_email: string; admin_user_name: string | null;
+  actor_type: 'user' | 'machine'; actor_id: string; actor_display_name: string; action: string; resource_type: string;
+  resource_id: string; result: AuditResult; severity: AuditSeverity; metadata: Record<string, unknown>;
+  before: Record<string, unknown> | null; after: Record<string, unknown> | null; created_at: number;
+}
+
+export interface AuditFilter {
+  limit: number; cursor?: Cursor | undefined; action?: string | undefined; resource_type?: string | undefined; resource_id?: string | undefined;
+  actor_id?: string | undefined; result?: AuditResult | undefined; severity?: AuditSeverity | undefined; since?: number | undefined; until?: number | undefined;
+}
+
+/** The admin audit log of one tenant. */
+export class AuditLogRepository {
+  constructor(private readonly db: Db, private readonly tenantId: string) {}
+
+  /**
+   * Writes one entry. Built on the transaction of the change, the entry exists if and only if the change
+   * committed; failures are written on their own after the change rolled back.
+   */
+  async record(actor: AuditActor, e: AuditInput): Promise<string> {
+    const db = this.db;
+    const id = newId('aud');
+    const json = (v: unknown) => (v === undefined || v === null ? null : db.json(JSON.parse(JSON.stringify(v)) as never));
+    await db`
+      insert into admin_audit_log (tenant_id, id, admin_user_id, admin_email, admin_user_name, actor_type, actor_id, actor_display_name,
+        action, resource_type, resource_id, result, severity, metadata, before, after)
+      values (${this.tenantId}, ${id}, ${actor.id}, ${actor.email ?? ''}, ${actor.type === 'user' ? actor.displayName : null},
+        ${actor.type}, ${actor.id}, ${actor.displayName}, ${e.action}, ${e.resourceType}, ${e.resourceId ?? ''},
+        ${e.result ?? 'success'}, ${e.severity ?? (e.result === 'failure' ? 'warn' : 'info')}, ${db.json((e.metadata ?? {}) as never)},
+        ${json(e.before)}, ${json(e.after)})`;
+    return id;
+  }
+
+  async get(id: string): Promise<AuditRow | null> {
+    const [row] = await this.db<AuditRow[]>`select * from admin_audit_log where tenant_id = ${this.tenantId} and id = ${id}`;
+    return row ?? null;
+  }
+
+  /** Newest first, keyset-paginated; returns limit+1 rows so the caller knows whether there is more. */
+  list(f: AuditFilter): Promise<AuditRow[]> {
+    const sql = this.db;
+    return sql<AuditRow[]>`
+      select * from admin_audit_log where tenant_id = ${this.tenantId}
+        ${f.cursor ? sql`and (created_at, id) < (${f.cursor.createdAt}, ${f.cursor.id})` : sql``}
+        ${f.action ? sql`and action = ${f.action}` : sql``}
+        ${f.resource_type ? sql`and resource_type = ${f.resource_type}` : sql``}
+        ${f.resource_id ? sql`and resource_id = ${f.resource_id}` : sql``}
+        ${f.actor_id ? sql`and actor_id = ${f.actor_id}` : sql``}
+        ${f.result ? sql`and result = ${f.result}` : sql``}
+        ${f.severity ? sql`and severity = ${f.severity}` : sql``}
+        ${f.since !== undefined ? sql`and created_at >= ${f.since}` : sql``}
+        ${f.until !== undefined ? sql`and created_at < ${f.until}` : sql``}
+      order by created_at desc, id desc limit ${f.limit + 1}`;
+  }
+}

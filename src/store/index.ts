@@ -1,0 +1,27 @@
+import { AuditLogRepository } from './audit-log.js';
+import { RoleRepository } from './roles.js';
+import type { Db, Sql, TxSql } from './sql.js';
+
+/**
+ * The repositories of one tenant, bound to it when created: no method takes a tenant id, so a query
+ * that forgets the tenant cannot be written through them (in the manner of Hydra's persister and its
+ * network id). Bound to the pool or to a transaction.
+ */
+export class TenantStore {
+  constructor(readonly db: Db, readonly tenantId: string) {}
+
+  get auditLog(): AuditLogRepository { return new AuditLogRepository(this.db, this.tenantId); }
+  get roles(): RoleRepository { return new RoleRepository(this.db, this.tenantId); }
+}
+
+/** Storage of a process: created once with the `sql` client, handed out per tenant. */
+export class Store {
+  constructor(readonly sql: Sql) {}
+
+  forTenant(tenantId: string): TenantStore { return new TenantStore(this.sql, tenantId); }
+
+  /** One transaction with the tenant's repositories bound to it. */
+  transaction<T>(tenantId: string, fn: (store: TenantStore, tx: TxSql) => Promise<T>): Promise<T> {
+    return this.sql.begin((tx) => fn(new TenantStore(tx, tenantId), tx)) as Promise<T>;
+  }
+}
