@@ -2,6 +2,7 @@ import type { Config } from './config.js';
 import { adminAudience, ADMIN_SCOPE } from './admin/context.js';
 import { createClient, type ClientInput } from './clients/create.js';
 import { GRANT } from './clients/model.js';
+import { ClientRepository } from './store/clients.js';
 import type { Sql } from './store/sql.js';
 import { AccessTokens } from './tokens/access-tokens.js';
 import { ensureKeys, KeyRing } from './tokens/keys.js';
@@ -38,9 +39,7 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
 
   const ensure = async (clientId: string, input: Omit<ClientInput, 'tenantId' | 'clientId'>): Promise<string> => {
     const secret = randomToken(32);
-    const updated = await sql`update clients set secret_hash = ${hashSecret(secretKey, secret)}, updated_at = now_ms()
-                              where client_id = ${clientId} and tenant_id = ${tenantId}`;
-    if (updated.count === 1) {
+    if (await new ClientRepository(sql, tenantId).setSecretHash(clientId, hashSecret(secretKey, secret))) {
       await opts.onClientChanged?.(clientId);
       return secret;
     }

@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
 import { createLogger, type Logger } from './log.js';
+import { createCredentialSweeper } from './principals/sweeper.js';
 import { createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
 import { createSql } from './store/sql.js';
@@ -39,11 +40,15 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     maxInflight: config.maxInflight, debugErrors: config.env === 'development', checkResponses: config.env === 'test', log,
   });
   const port = await server.listen();
+  // Until the lifecycle object owns background work: the sweeper runs while the server does.
+  const sweeper = createCredentialSweeper(deps);
+  sweeper.start();
   let closing: Promise<boolean> | undefined;
   return {
     port, deps, server,
     close: () => (closing ??= (async () => {
       const drained = await server.drain(config.shutdownTimeoutMs);
+      await sweeper.close();
       await tokens.close();
       await Promise.allSettled([sql.end({ timeout: 5 }), redis.quit().catch(() => redis.disconnect())]);
       return drained;

@@ -6,7 +6,7 @@ import { hashSecret } from '../tokens/secrets.js';
 import { adminContext } from './context.js';
 import { audited } from './mutate.js';
 import { newId } from './pagination.js';
-import { getClientRow } from './repo/clients.js';
+import { ClientRepository } from '../store/clients.js';
 
 const READ = 'admin:check-api-keys:read';
 const WRITE = 'admin:check-api-keys:write';
@@ -35,7 +35,7 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
         const b = req.data as { name: string; client_id: string; allowed_operations: Operation[]; rate_limit_tier: Tier; expires_at?: number | null };
         const { key, prefix } = newCheckKey();
         const row = await audited(deps, ctx, req, { action: 'check_api_key.create', resourceType: 'check_api_key' }, async (tx) => {
-          if (!(await getClientRow(tx, ctx.tenantId, b.client_id))) throw new NotFound('client_not_found', 'No such client.');
+          if (!(await new ClientRepository(tx, ctx.tenantId).get(b.client_id))) throw new NotFound('client_not_found', 'No such client.');
           const k = await insertCheckKey(tx, ctx.tenantId, {
             id: newId('cak'), clientId: b.client_id, name: b.name, prefix, hash: hashSecret(hashKey, key), operations: b.allowed_operations,
             tier: b.rate_limit_tier, expiresAt: b.expires_at ?? null, createdBy: ctx.actor.id,

@@ -1,18 +1,16 @@
 import { createClient } from '../clients/create.js';
-import type { Client } from '../clients/model.js';
+import { storedScopes, type Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
+import type { AdminClientCreate, AdminClientUpdate } from '../generated/types.js';
 import type { Route } from '../http/types.js';
-import type { Sql, TxSql } from '../store/sql.js';
-import { hashSecret, randomToken } from '../tokens/secrets.js';
-import { adminContext, type AdminContext } from './context.js';
+import type { ClientPatch, ClientRepository, ClientRow } from '../store/clients.js';
+import { decodeCursor, page } from '../store/cursor.js';
+import { randomToken } from '../store/ids.js';
+import { hashSecret } from '../tokens/secrets.js';
 import { assertGrantable, assertScopesGrantable } from './escalation.js';
-import { audited } from './mutate.js';
-import { decodeCursor, page } from './pagination.js';
-import {
-  deleteClientRow, getClientRow, isPrincipalClient, listClientRows, revokeClientRefreshTokens, setClientSecretHash, updateClientRow,
-  type ClientPatch, type ClientRow,
-} from './repo/clients.js';
+import { adminRoute } from './route.js';
+import type { AdminContext } from './types.js';
 
 const READ = 'admin:clients:read';
 const WRITE = 'admin:clients:write';
@@ -31,12 +29,25 @@ export function clientView(c: ClientRow): Record<string, unknown> {
 
 const clientNotFound = () => new NotFound('client_not_found', 'No such client.');
 
-type ClientBody = ClientPatch & { client_id?: string; token_endpoint_auth_method?: Client['authMethod'] };
+/** The body's fields in stored form (tenant scopes always carry tenant_id). */
+function patchOf(b: AdminClientCreate | AdminClientUpdate): ClientPatch {
+  const { tenant_scopes: scopes, ...rest } = b;
+  return { ...rest, ...(scopes ? { tenant_scopes: storedScopes(scopes) } : {}) };
+}
 
-function checkBody(ctx: AdminContext, b: ClientBody, authMethod: Client['authMethod'] | undefined): void {
-  if (b.permissions) assertGrantable(ctx, b.permissions);
-  if (b.tenant_scopes) assertScopesGrantable(ctx, b.tenant_scopes);
-  if (authMethod === 'private_key_jwt' && b.jwks === null) throw new ValidationError({ jwks: ['is required for private_key_jwt'] });
+/** No escalation through a client's permissions or tenant scopes; private_key_jwt needs its keys. */
+function checkPatch(ctx: AdminContext, p: ClientPatch, authMethod: Client['authMethod']): void {
+  if (p.permissions) assertGrantable(ctx, p.permissions);
+  if (p.tenant_scopes) assertScopesGrantable(ctx, p.tenant_scopes);
+  if (authMethod === 'private_key_jwt' && p.jwks === null) throw new ValidationError({ jwks: ['is required for private_key_jwt'] });
+}
+
+/** The client, locked for the change; clients of machine principals are managed through the principal. */
+async function loadPlain(clients: ClientRepository, clientId: string): Promise<ClientRow> {
+  const cur = await clients.get(clientId, true);
+  if (!cur) throw clientNotFound();
+  if (await clients.ownedByPrincipal(clientId)) throw new Conflict('conflict', 'This client belongs to a machine access principal; manage it there.');
+  return cur;
 }
 
 /**
@@ -45,134 +56,120 @@ function checkBody(ctx: AdminContext, b: ClientBody, authMethod: Client['authMet
  * through the principal.
  */
 export function clientRoutes(deps: Deps): Route[] {
-  const afterDisable = async (tenantId: string, clientId: string) => {
+  /** After the commit: every process forgets its cached copy; a client disabled or deleted also loses its access tokens. */
+  const announce = async (tenantId: string, clientId: string, cutOff: boolean) => {
     await deps.tokens.clients.changed(clientId);
-    await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
+    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
   };
-  const mustBePlain = async (db: Sql | TxSql, tenantId: string, clientId: string) => {
-    if (await isPrincipalClient(db, tenantId, clientId)) throw new Conflict('conflict', 'This client belongs to a machine access principal; manage it there.');
-  };
+  const audit = (action: string, severity: 'info' | 'warn' = 'info') => ({ action, resourceType: 'client', resourceParam: 'clientId', severity });
   return [
-    {
-      method: 'GET', path: '/api/admin/clients', iface: 'admin', querySchema: 'query.admin-client-list',
-      doc: { summary: 'List OAuth clients, newest first (machine principals\' clients are listed with the principals)', tags, permission: READ, responses: { 200: 'admin.client-list' }, errors: [401, 403, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const q = req.queryData as { limit: number; cursor?: string; status?: string };
-        const rows = await listClientRows(deps.sql, ctx.tenantId, { ...q, cursor: decodeCursor(q.cursor) });
-        const p = page(rows.map((r) => ({ ...r, id: r.client_id })), q.limit);
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/clients', permission: READ, tags, query: 'query.admin-client-list',
+      summary: 'List OAuth clients, newest first (machine principals\' clients are listed with the principals)', response: { 200: 'admin.client-list' },
+      handler: async ({ query, store }) => {
+        const rows = await store.clients.list({ ...query, cursor: decodeCursor(query.cursor) });
+        const p = page(rows.map((r) => ({ ...r, id: r.client_id })), query.limit);
         return { body: { items: p.items.map(clientView), cursor: p.next } };
       },
-    },
-    {
-      method: 'POST', path: '/api/admin/clients', iface: 'admin', body: 'json', bodySchema: 'admin.client-create',
-      doc: { summary: 'Register a client; a secret-authenticated client\'s secret is in this response only (409 client_id_already_exists)', tags, permission: WRITE, responses: { 201: 'admin.client-created' }, errors: [401, 403, 409, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const b = req.data as ClientBody & { name: string; grant_types: string[] };
-        const method = b.token_endpoint_auth_method ?? 'client_secret_basic';
-        checkBody(ctx, b, method);
-        if (method === 'private_key_jwt' && !b.jwks) throw new ValidationError({ jwks: ['is required for private_key_jwt'] });
-        const out = await audited(deps, ctx, req, { action: 'client.create', resourceType: 'client', resourceId: b.client_id }, async (tx) => {
-          // createClient takes the pool type; a transaction offers the same tagged-template and json API.
-          const { client, clientSecret } = await createClient(tx as unknown as Sql, deps.tokens.secretKey, {
-            clientId: b.client_id, tenantId: ctx.tenantId, name: b.name, authMethod: method, grantTypes: b.grant_types, scopes: b.scopes,
-            redirectUris: b.redirect_uris, postLogoutRedirectUris: b.post_logout_redirect_uris, allowedAudiences: b.allowed_audiences,
-            audience: b.audience ?? null, strictValidation: b.strict_validation, canIntrospect: b.can_introspect, firstParty: b.first_party,
-            accessTokenTtl: b.access_token_ttl ?? null, refreshTokenTtl: b.refresh_token_ttl ?? null, jwks: b.jwks ?? null,
-            permissions: b.permissions, tenantScopes: b.tenant_scopes,
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: '/api/admin/clients', permission: WRITE, tags, body: 'admin.client-create',
+      summary: 'Register a client; a secret-authenticated client\'s secret is in this response only (409 client_id_already_exists)',
+      response: { 201: 'admin.client-created' }, errors: [409],
+      audit: { action: 'client.create', resourceType: 'client' },
+      handler: async ({ ctx, body, mutate }) => {
+        const method = body.token_endpoint_auth_method;
+        const fields = patchOf(body);
+        checkPatch(ctx, fields, method);
+        if (method === 'private_key_jwt' && !body.jwks) throw new ValidationError({ jwks: ['is required for private_key_jwt'] });
+        const out = await mutate(async (tx, store) => {
+          const { client, clientSecret } = await createClient(tx, deps.tokens.secretKey, {
+            tenantId: ctx.tenantId, clientId: body.client_id, name: body.name, authMethod: method, grantTypes: body.grant_types,
+            scopes: fields.scopes, redirectUris: fields.redirect_uris, postLogoutRedirectUris: fields.post_logout_redirect_uris,
+            allowedAudiences: fields.allowed_audiences, audience: fields.audience ?? null, strictValidation: fields.strict_validation,
+            canIntrospect: fields.can_introspect, firstParty: fields.first_party, accessTokenTtl: fields.access_token_ttl ?? null,
+            refreshTokenTtl: fields.refresh_token_ttl ?? null, jwks: fields.jwks ?? null, permissions: fields.permissions, tenantScopes: fields.tenant_scopes,
           });
-          const row = (await getClientRow(tx, ctx.tenantId, client.clientId))!;
+          const row = (await store.clients.get(client.clientId))!;
           return { result: { row, clientSecret }, resourceId: client.clientId, after: clientView(row) };
         });
-        await deps.tokens.clients.changed(out.row.client_id); // evict a cached "no such client"
+        await announce(ctx.tenantId, out.row.client_id, false); // evicts a cached "no such client"
         return { status: 201, body: { ...clientView(out.row), client_secret: out.clientSecret } };
       },
-    },
-    {
-      method: 'GET', path: '/api/admin/clients/:clientId', iface: 'admin',
-      doc: { summary: 'Get a client (never its secret)', tags, permission: READ, responses: { 200: 'admin.client' }, errors: [401, 403, 404], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const row = await getClientRow(deps.sql, ctx.tenantId, req.params.clientId!);
+    }),
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/clients/:clientId', permission: READ, tags,
+      summary: 'Get a client (never its secret)', response: { 200: 'admin.client' }, errors: [404],
+      handler: async ({ params, store }) => {
+        const row = await store.clients.get(params.clientId!);
         if (!row) throw clientNotFound();
         return { body: clientView(row) };
       },
-    },
-    {
-      method: 'PUT', path: '/api/admin/clients/:clientId', iface: 'admin', body: 'json', bodySchema: 'admin.client-update',
-      doc: { summary: 'Update a client: the fields given replace the stored ones; status "disabled" revokes its tokens', tags, permission: WRITE, responses: { 200: 'admin.client' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const b = req.data as ClientPatch;
-        const id = req.params.clientId!;
-        const row = await audited(deps, ctx, req, { action: 'client.update', resourceType: 'client', resourceId: id }, async (tx) => {
-          const cur = await getClientRow(tx, ctx.tenantId, id, true);
-          if (!cur) throw clientNotFound();
-          await mustBePlain(tx, ctx.tenantId, id);
-          checkBody(ctx, b, cur.token_endpoint_auth_method);
-          const next = (await updateClientRow(tx, ctx.tenantId, id, b))!;
-          if (next.status === 'disabled' && cur.status !== 'disabled') await revokeClientRefreshTokens(tx, ctx.tenantId, id);
+    }),
+    adminRoute(deps, {
+      method: 'PUT', path: '/api/admin/clients/:clientId', permission: WRITE, tags, body: 'admin.client-update',
+      summary: 'Update a client: the fields given replace the stored ones; status "disabled" revokes its tokens',
+      response: { 200: 'admin.client' }, errors: [404, 409], audit: audit('client.update'),
+      handler: async ({ ctx, body, params, mutate }) => {
+        const fields = patchOf(body);
+        const row = await mutate(async (_tx, store) => {
+          const cur = await loadPlain(store.clients, params.clientId!);
+          checkPatch(ctx, fields, cur.token_endpoint_auth_method);
+          const next = (await store.clients.update(cur.client_id, fields))!;
+          if (next.status === 'disabled' && cur.status !== 'disabled') await store.clients.revokeRefreshTokens(cur.client_id);
           return { result: next, before: clientView(cur), after: clientView(next) };
         });
-        if (row.status === 'disabled') await afterDisable(ctx.tenantId, id);
-        else await deps.tokens.clients.changed(id);
+        await announce(ctx.tenantId, row.client_id, row.status === 'disabled');
         return { body: clientView(row) };
       },
-    },
-    ...(['disable', 'enable'] as const).map((verb): Route => ({
-      method: 'POST', path: `/api/admin/clients/:clientId/${verb}`, iface: 'admin', body: 'none',
-      doc: { summary: verb === 'disable' ? 'Disable a client: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled client (tokens revoked while disabled stay revoked)', tags, permission: WRITE, responses: { 200: 'admin.client' }, errors: [401, 403, 404, 409], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const id = req.params.clientId!;
-        const status = verb === 'disable' ? 'disabled' : 'active';
-        const row = await audited(deps, ctx, req, { action: `client.${verb}`, resourceType: 'client', resourceId: id, severity: verb === 'disable' ? 'warn' : 'info' }, async (tx) => {
-          const cur = await getClientRow(tx, ctx.tenantId, id, true);
-          if (!cur) throw clientNotFound();
-          await mustBePlain(tx, ctx.tenantId, id);
-          const next = (await updateClientRow(tx, ctx.tenantId, id, { status }))!;
-          if (verb === 'disable') await revokeClientRefreshTokens(tx, ctx.tenantId, id);
+    }),
+    ...(['disable', 'enable'] as const).map((verb) => adminRoute(deps, {
+      method: 'POST', path: `/api/admin/clients/:clientId/${verb}`, permission: WRITE, tags,
+      summary: verb === 'disable' ? 'Disable a client: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled client (tokens revoked while disabled stay revoked)',
+      response: { 200: 'admin.client' }, errors: [404, 409], audit: audit(`client.${verb}`, verb === 'disable' ? 'warn' : 'info'),
+      handler: async ({ ctx, params, mutate }) => {
+        const row = await mutate(async (_tx, store) => {
+          const cur = await loadPlain(store.clients, params.clientId!);
+          const next = (await store.clients.update(cur.client_id, { status: verb === 'disable' ? 'disabled' : 'active' }))!;
+          if (verb === 'disable') await store.clients.revokeRefreshTokens(cur.client_id);
           return { result: next, before: clientView(cur), after: clientView(next) };
         });
-        if (verb === 'disable') await afterDisable(ctx.tenantId, id); else await deps.tokens.clients.changed(id);
+        await announce(ctx.tenantId, row.client_id, row.status === 'disabled');
         return { body: clientView(row) };
       },
     })),
-    {
-      method: 'POST', path: '/api/admin/clients/:clientId/secret', iface: 'admin', body: 'none',
-      doc: { summary: 'Rotate a client secret: the new secret is in this response only; the old one stops working', tags, permission: WRITE, responses: { 200: 'admin.client-secret' }, errors: [401, 403, 404, 409], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const id = req.params.clientId!;
-        const secret = await audited(deps, ctx, req, { action: 'client.rotate_secret', resourceType: 'client', resourceId: id, severity: 'warn' }, async (tx) => {
-          const cur = await getClientRow(tx, ctx.tenantId, id, true);
+    adminRoute(deps, {
+      method: 'POST', path: '/api/admin/clients/:clientId/secret', permission: WRITE, tags,
+      summary: 'Rotate a client secret: the new secret is in this response only; the old one stops working',
+      response: { 200: 'admin.client-secret' }, errors: [404, 409], audit: audit('client.rotate_secret', 'warn'),
+      handler: async ({ params, mutate }) => {
+        const id = params.clientId!;
+        const secret = await mutate(async (_tx, store) => {
+          const cur = await store.clients.get(id, true);
           if (!cur) throw clientNotFound();
           if (cur.token_endpoint_auth_method !== 'client_secret_basic' && cur.token_endpoint_auth_method !== 'client_secret_post') throw new Conflict('conflict', 'This client does not authenticate with a secret.');
           const s = randomToken(32);
-          await setClientSecretHash(tx, ctx.tenantId, id, hashSecret(deps.tokens.secretKey, s));
+          await store.clients.setSecretHash(id, hashSecret(deps.tokens.secretKey, s));
           return { result: s };
         });
         await deps.tokens.clients.changed(id);
         return { body: { client_id: id, client_secret: secret } };
       },
-    },
-    {
-      method: 'DELETE', path: '/api/admin/clients/:clientId', iface: 'admin',
-      doc: { summary: 'Delete a client and revoke everything issued to it', tags, permission: WRITE, responses: { 204: null }, errors: [401, 403, 404, 409], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const id = req.params.clientId!;
-        await audited(deps, ctx, req, { action: 'client.delete', resourceType: 'client', resourceId: id, severity: 'warn' }, async (tx) => {
-          if (!(await getClientRow(tx, ctx.tenantId, id, true))) throw clientNotFound();
-          await mustBePlain(tx, ctx.tenantId, id);
-          await revokeClientRefreshTokens(tx, ctx.tenantId, id);
-          const gone = (await deleteClientRow(tx, ctx.tenantId, id))!;
-          return { result: null, before: clientView(gone) };
+    }),
+    adminRoute(deps, {
+      method: 'DELETE', path: '/api/admin/clients/:clientId', permission: WRITE, tags,
+      summary: 'Delete a client and revoke everything issued to it', response: { 204: null }, errors: [404, 409],
+      audit: audit('client.delete', 'warn'),
+      handler: async ({ ctx, params, mutate }) => {
+        const gone = await mutate(async (_tx, store) => {
+          const cur = await loadPlain(store.clients, params.clientId!);
+          await store.clients.revokeRefreshTokens(cur.client_id);
+          const row = (await store.clients.delete(cur.client_id))!;
+          return { result: row, before: clientView(row) };
         });
-        await afterDisable(ctx.tenantId, id);
+        await announce(ctx.tenantId, gone.client_id, true);
         return { status: 204 };
       },
-    },
+    }),
   ];
 }

@@ -1,25 +1,22 @@
+import { storedScopes } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
+import type { AdminPrincipalCredentialCreate } from '../generated/types.js';
 import type { Route } from '../http/types.js';
 import { publicJwkFor, thumbprint } from '../principals/jwk.js';
-import { credentialStatus, type CredentialAlg, type CredentialRow, type PrincipalRow, type TenantScope } from '../principals/model.js';
-import {
-  credentialsOf, getCredential, getPrincipal, insertCredential, listPrincipals, revokeAllCredentials, setCredentialState, updatePrincipal, type PrincipalPatch,
-} from '../principals/repository.js';
+import { credentialStatus, type CredentialRow, type PrincipalRow, type TenantScope } from '../principals/model.js';
 import { createPrincipal, resyncPrincipal } from '../principals/service.js';
-import { startCredentialSweeper } from '../principals/sweeper.js';
-import type { TxSql } from '../store/sql.js';
-import { adminContext, type AdminContext } from './context.js';
+import { newId } from '../store/ids.js';
+import type { NewCredential, PrincipalRepository } from '../store/principals.js';
 import { assertGrantable, assertScopesGrantable } from './escalation.js';
-import { audited } from './mutate.js';
-import { newId } from './pagination.js';
+import { adminRoute, type AuditSpec } from './route.js';
+import type { AdminContext } from './types.js';
 
 const READ = 'admin:machine-principals:read';
 const WRITE = 'admin:machine-principals:write';
 const tags = ['machine-access'];
 const BASE = '/api/admin/machine-access/principals';
 const MAX_ACCESS_TTL = 86_400;
-const DEFAULT_GRACE_SECONDS = 86_400;
 
 export function credentialView(c: CredentialRow): Record<string, unknown> {
   return {
@@ -40,6 +37,7 @@ export function principalView(p: PrincipalRow, creds: CredentialRow[]): Record<s
 const notFound = () => new NotFound('not_found', 'No such machine access principal.');
 const credNotFound = () => new NotFound('not_found', 'No such credential.');
 
+/** tenant_id names the tenant exactly when scope_mode is allow; nobody grants tenants beyond their own reach. */
 function checkScopes(ctx: AdminContext, scopes: TenantScope[] | undefined): void {
   if (!scopes) return;
   const details: Record<string, string[]> = {};
@@ -51,9 +49,8 @@ function checkScopes(ctx: AdminContext, scopes: TenantScope[] | undefined): void
   assertScopesGrantable(ctx, scopes);
 }
 
-interface CredentialBody { publicJwk?: Record<string, unknown>; publicJwkJson?: string; alg: CredentialAlg; kid?: string; displayName: string; description?: string | null; notBefore?: number | null; expiresAt?: number | null }
-
-function credentialInput(b: CredentialBody) {
+/** The credential to store from a create or rotate body: its public JWK checked, its kid settled. */
+function credentialInput(b: AdminPrincipalCredentialCreate): NewCredential {
   let jwkIn: unknown = b.publicJwk;
   if (b.publicJwkJson !== undefined) {
     if (b.publicJwk !== undefined) throw new ValidationError({ publicJwkJson: ['send either publicJwk or publicJwkJson'] });
@@ -69,181 +66,188 @@ function credentialInput(b: CredentialBody) {
   return { id: newId('mpc'), kid, publicJwk: pub, alg: b.alg, displayName: b.displayName, description: b.description ?? null, notBefore, expiresAt };
 }
 
+/** The principal, locked for the change; a deleted one only changes through delete (`live` false). */
+async function load(principals: PrincipalRepository, id: string, live = true): Promise<PrincipalRow> {
+  const p = await principals.get(id, true);
+  if (!p) throw notFound();
+  if (live && p.status === 'deleted') throw new Conflict('conflict', 'The principal is deleted.');
+  return p;
+}
+
+/** Re-derives the backing client and answers the principal as it now is. */
+async function resynced(principals: PrincipalRepository, id: string): Promise<{ row: PrincipalRow; view: Record<string, unknown> }> {
+  const r = (await resyncPrincipal(principals, id))!;
+  return { row: r.principal, view: principalView(r.principal, r.credentials) };
+}
+
+const audit = (action: string, severity: AuditSpec['severity'] = 'info'): AuditSpec => ({ action: `machine_principal.${action}`, resourceType: 'machine_principal', severity });
+
 /**
  * Machine access principals (spec: Machine access principal). Each is backed by a private_key_jwt client
- * whose jwks holds the principal's usable credentials; the server only ever sees public keys.
+ * whose jwks holds the principal's usable credentials; the server only ever sees public keys. Credential
+ * validity windows are applied over time by the credential sweeper (principals/sweeper.ts), which the
+ * process lifecycle runs.
  */
 export function principalRoutes(deps: Deps): Route[] {
-  startCredentialSweeper(deps);
-  const load = async (tx: TxSql, ctx: AdminContext, id: string, live = true) => {
-    const p = await getPrincipal(tx, ctx.tenantId, id, true);
-    if (!p) throw notFound();
-    if (live && p.status === 'deleted') throw new Conflict('conflict', 'The principal is deleted.');
-    return p;
+  /** After the commit: every process forgets the cached backing client; `cutOff` also revokes its access tokens. */
+  const announce = async (tenantId: string, clientId: string, cutOff: boolean) => {
+    await deps.tokens.clients.changed(clientId);
+    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
   };
-  const view = async (tx: TxSql, tenantId: string, id: string) => {
-    const r = (await resyncPrincipal(tx, tenantId, id))!;
-    return { row: r.principal, view: principalView(r.principal, r.credentials) };
-  };
-  const statusRoute = (verb: 'disable' | 'enable'): Route => ({
-    method: 'POST', path: `${BASE}/:id/${verb}`, iface: 'admin', body: 'none',
-    doc: { summary: verb === 'disable' ? 'Disable a principal: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled principal', tags, permission: WRITE, responses: { 200: 'admin.principal' }, errors: [401, 403, 404, 409], security: 'bearer' },
-    handler: async (req) => {
-      const ctx = await adminContext(deps, req, WRITE);
-      const id = req.params.id!;
-      const out = await audited(deps, ctx, req, { action: `machine_principal.${verb}`, resourceType: 'machine_principal', resourceId: id, severity: verb === 'disable' ? 'warn' : 'info' }, async (tx) => {
-        const cur = await load(tx, ctx, id);
-        await updatePrincipal(tx, ctx.tenantId, id, { status: verb === 'disable' ? 'disabled' : 'active' });
-        const v = await view(tx, ctx.tenantId, id);
-        return { result: v, before: principalView(cur, []), after: v.view };
-      });
-      await deps.tokens.clients.changed(out.row.client_id);
-      if (verb === 'disable') await deps.tokens.revocations.revokeBefore(ctx.tenantId, 'client', out.row.client_id, Date.now(), MAX_ACCESS_TTL);
-      return { body: out.view };
-    },
-  });
-  const credentialAction = (verb: 'rotate' | 'revoke'): Route => ({
-    method: 'POST', path: `${BASE}/:id/credentials/:credentialId/${verb}`, iface: 'admin', body: 'json', bodySchema: verb === 'rotate' ? 'admin.principal-credential-rotate' : 'admin.principal-credential-revoke',
-    doc: {
-      summary: verb === 'rotate'
-        ? 'Rotate a credential: register its successor; the old one becomes rotating and expires after graceSeconds (default 86400)'
-        : 'Revoke a credential at once (revokeTokens: also revoke every token the principal holds)',
-      tags, permission: WRITE, responses: { 200: verb === 'rotate' ? 'admin.principal-credential-rotation' : 'admin.principal-credential' }, errors: [401, 403, 404, 409, 422], security: 'bearer',
-    },
-    handler: async (req) => {
-      const ctx = await adminContext(deps, req, WRITE);
-      const id = req.params.id!;
-      const credId = req.params.credentialId!;
-      const b = req.data as CredentialBody & { graceSeconds?: number; revokeTokens?: boolean };
-      const input = verb === 'rotate' ? credentialInput(b) : null;
-      const out = await audited(deps, ctx, req, { action: `machine_principal.credential_${verb}`, resourceType: 'machine_principal', resourceId: id, severity: 'warn' }, async (tx) => {
-        const p = await load(tx, ctx, id);
-        const cur = await getCredential(tx, ctx.tenantId, id, credId);
-        if (!cur) throw credNotFound();
-        const st = credentialStatus(cur);
-        if (st === 'revoked' || st === 'expired') throw new Conflict('conflict', `The credential is already ${st}.`);
-        let result: Record<string, unknown>;
-        if (verb === 'rotate') {
-          const fresh = await insertCredential(tx, ctx.tenantId, id, input!);
-          if (!fresh) throw new Conflict('conflict', 'The principal already has a credential with this kid.');
-          const graceEnd = Date.now() + (b.graceSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
-          const old = await setCredentialState(tx, ctx.tenantId, credId, 'rotating', cur.expires_at === null ? graceEnd : Math.min(Number(cur.expires_at), graceEnd));
-          result = { credential: credentialView(fresh), previous: credentialView(old) };
-        } else {
-          result = credentialView(await setCredentialState(tx, ctx.tenantId, credId, 'revoked'));
-        }
-        await resyncPrincipal(tx, ctx.tenantId, id);
-        return { result: { body: result, clientId: p.client_id }, before: credentialView(cur), after: result, metadata: { credential_id: credId, kid: cur.kid } };
-      });
-      await deps.tokens.clients.changed(out.clientId);
-      if (verb === 'revoke' && b.revokeTokens) await deps.tokens.revocations.revokeBefore(ctx.tenantId, 'client', out.clientId, Date.now(), MAX_ACCESS_TTL);
-      return { body: out.body };
-    },
-  });
-
   return [
-    {
-      method: 'GET', path: BASE, iface: 'admin', querySchema: 'query.admin-principal-list',
-      doc: { summary: 'List machine access principals of the tenant, newest first', tags, permission: READ, responses: { 200: 'admin.principal-list' }, errors: [401, 403, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const q = req.queryData as { page: number; limit: number; status?: string; principal_type?: string };
-        const r = await listPrincipals(deps.sql, ctx.tenantId, q);
-        const creds = await credentialsOf(deps.sql, ctx.tenantId, r.rows.map((p) => p.id));
-        return { body: { items: r.rows.map((p) => principalView(p, creds.filter((c) => c.principal_id === p.id))), page: q.page, limit: q.limit, total: r.total } };
+    adminRoute(deps, {
+      method: 'GET', path: BASE, permission: READ, tags, query: 'query.admin-principal-list',
+      summary: 'List machine access principals of the tenant, newest first', response: { 200: 'admin.principal-list' },
+      handler: async ({ query, store }) => {
+        const r = await store.principals.list(query);
+        const creds = await store.principals.credentialsOf(r.rows.map((p) => p.id));
+        return { body: { items: r.rows.map((p) => principalView(p, creds.filter((c) => c.principal_id === p.id))), page: query.page, limit: query.limit, total: r.total } };
       },
-    },
-    {
-      method: 'POST', path: BASE, iface: 'admin', body: 'json', bodySchema: 'admin.principal-create',
-      doc: { summary: 'Create a machine access principal (then register its public keys as credentials)', tags, permission: WRITE, responses: { 201: 'admin.principal' }, errors: [401, 403, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const b = req.data as { displayName: string; description?: string | null; principalType: string; tokenTtlSeconds: number; permissions: string[]; tenantScopes?: TenantScope[] };
-        const scopes = b.tenantScopes ?? [{ scope_mode: 'none', tenant_id: null }];
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: BASE, permission: WRITE, tags, body: 'admin.principal-create',
+      summary: 'Create a machine access principal (then register its public keys as credentials)', response: { 201: 'admin.principal' },
+      audit: audit('create'),
+      handler: async ({ ctx, body, mutate }) => {
+        const scopes = storedScopes(body.tenantScopes ?? [{ scope_mode: 'none' }]);
         checkScopes(ctx, scopes);
-        assertGrantable(ctx, b.permissions);
+        assertGrantable(ctx, body.permissions);
         const id = newId('mp');
-        const out = await audited(deps, ctx, req, { action: 'machine_principal.create', resourceType: 'machine_principal', resourceId: id }, async (tx) => {
-          const p = await createPrincipal(tx, deps.config.issuer, ctx.tenantId, {
-            id, clientId: `mpc_${id.slice(3)}`, displayName: b.displayName, description: b.description ?? null, principalType: b.principalType,
-            tokenTtlSeconds: b.tokenTtlSeconds, permissions: b.permissions, tenantScopes: scopes,
+        const out = await mutate(async (_tx, store) => {
+          const p = await createPrincipal(store, deps.config.issuer, {
+            id, clientId: `mpc_${id.slice(3)}`, displayName: body.displayName, description: body.description ?? null, principalType: body.principalType,
+            tokenTtlSeconds: body.tokenTtlSeconds, permissions: body.permissions, tenantScopes: scopes,
           });
-          const v = principalView(p, []);
-          return { result: v, after: v };
+          const view = principalView(p, []);
+          return { result: { row: p, view }, resourceId: id, after: view };
         });
-        await deps.tokens.clients.changed(out.clientId as string);
-        return { status: 201, body: out };
+        await announce(ctx.tenantId, out.row.client_id, false);
+        return { status: 201, body: out.view };
       },
-    },
-    {
-      method: 'GET', path: `${BASE}/:id`, iface: 'admin',
-      doc: { summary: 'Get a machine access principal with its credentials', tags, permission: READ, responses: { 200: 'admin.principal' }, errors: [401, 403, 404], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const p = await getPrincipal(deps.sql, ctx.tenantId, req.params.id!);
+    }),
+    adminRoute(deps, {
+      method: 'GET', path: `${BASE}/:id`, permission: READ, tags,
+      summary: 'Get a machine access principal with its credentials', response: { 200: 'admin.principal' }, errors: [404],
+      handler: async ({ params, store }) => {
+        const p = await store.principals.get(params.id!);
         if (!p) throw notFound();
-        return { body: principalView(p, await credentialsOf(deps.sql, ctx.tenantId, [p.id])) };
+        return { body: principalView(p, await store.principals.credentialsOf([p.id])) };
       },
-    },
-    {
-      method: 'PUT', path: `${BASE}/:id`, iface: 'admin', body: 'json', bodySchema: 'admin.principal-update',
-      doc: { summary: 'Update a principal: the fields given replace the stored ones (status active or disabled)', tags, permission: WRITE, responses: { 200: 'admin.principal' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const b = req.data as PrincipalPatch;
-        checkScopes(ctx, b.tenantScopes);
-        if (b.permissions) assertGrantable(ctx, b.permissions);
-        const id = req.params.id!;
-        const out = await audited(deps, ctx, req, { action: 'machine_principal.update', resourceType: 'machine_principal', resourceId: id }, async (tx) => {
-          const cur = await load(tx, ctx, id);
-          await updatePrincipal(tx, ctx.tenantId, id, b);
-          const v = await view(tx, ctx.tenantId, id);
+    }),
+    adminRoute(deps, {
+      method: 'PUT', path: `${BASE}/:id`, permission: WRITE, tags, body: 'admin.principal-update',
+      summary: 'Update a principal: the fields given replace the stored ones (status active or disabled)', response: { 200: 'admin.principal' },
+      errors: [404, 409], audit: audit('update'),
+      handler: async ({ ctx, body, params, mutate }) => {
+        const { tenantScopes, ...rest } = body;
+        const patch = { ...rest, ...(tenantScopes ? { tenantScopes: storedScopes(tenantScopes) } : {}) };
+        checkScopes(ctx, patch.tenantScopes);
+        if (patch.permissions) assertGrantable(ctx, patch.permissions);
+        const out = await mutate(async (_tx, { principals }) => {
+          const cur = await load(principals, params.id!);
+          await principals.update(cur.id, patch);
+          const v = await resynced(principals, cur.id);
           return { result: { ...v, wasActive: cur.status === 'active' }, before: principalView(cur, []), after: v.view };
         });
-        await deps.tokens.clients.changed(out.row.client_id);
-        if (out.wasActive && out.row.status !== 'active') await deps.tokens.revocations.revokeBefore(ctx.tenantId, 'client', out.row.client_id, Date.now(), MAX_ACCESS_TTL);
+        await announce(ctx.tenantId, out.row.client_id, out.wasActive && out.row.status !== 'active');
         return { body: out.view };
       },
-    },
-    statusRoute('disable'),
-    statusRoute('enable'),
-    {
-      method: 'DELETE', path: `${BASE}/:id`, iface: 'admin',
-      doc: { summary: 'Delete a principal: status deleted, credentials revoked, tokens revoked (it stays listable with status=deleted)', tags, permission: WRITE, responses: { 204: null }, errors: [401, 403, 404, 409], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const id = req.params.id!;
-        const clientId = await audited(deps, ctx, req, { action: 'machine_principal.delete', resourceType: 'machine_principal', resourceId: id, severity: 'warn' }, async (tx) => {
-          const cur = await load(tx, ctx, id);
-          await revokeAllCredentials(tx, ctx.tenantId, id);
-          await updatePrincipal(tx, ctx.tenantId, id, { status: 'deleted' });
-          await resyncPrincipal(tx, ctx.tenantId, id);
+    }),
+    ...(['disable', 'enable'] as const).map((verb) => adminRoute(deps, {
+      method: 'POST', path: `${BASE}/:id/${verb}`, permission: WRITE, tags,
+      summary: verb === 'disable' ? 'Disable a principal: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled principal',
+      response: { 200: 'admin.principal' }, errors: [404, 409], audit: audit(verb, verb === 'disable' ? 'warn' : 'info'),
+      handler: async ({ ctx, params, mutate }) => {
+        const out = await mutate(async (_tx, { principals }) => {
+          const cur = await load(principals, params.id!);
+          await principals.update(cur.id, { status: verb === 'disable' ? 'disabled' : 'active' });
+          const v = await resynced(principals, cur.id);
+          return { result: v, before: principalView(cur, []), after: v.view };
+        });
+        await announce(ctx.tenantId, out.row.client_id, verb === 'disable');
+        return { body: out.view };
+      },
+    })),
+    adminRoute(deps, {
+      method: 'DELETE', path: `${BASE}/:id`, permission: WRITE, tags,
+      summary: 'Delete a principal: status deleted, credentials revoked, tokens revoked (it stays listable with status=deleted)',
+      response: { 204: null }, errors: [404, 409], audit: audit('delete', 'warn'),
+      handler: async ({ ctx, params, mutate }) => {
+        const clientId = await mutate(async (_tx, { principals }) => {
+          const cur = await load(principals, params.id!);
+          await principals.revokeAllCredentials(cur.id);
+          await principals.update(cur.id, { status: 'deleted' });
+          await resyncPrincipal(principals, cur.id);
           return { result: cur.client_id, before: principalView(cur, []) };
         });
-        await deps.tokens.clients.changed(clientId);
-        await deps.tokens.revocations.revokeBefore(ctx.tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
+        await announce(ctx.tenantId, clientId, true);
         return { status: 204 };
       },
-    },
-    {
-      method: 'POST', path: `${BASE}/:id/credentials`, iface: 'admin', body: 'json', bodySchema: 'admin.principal-credential-create',
-      doc: { summary: 'Register a public key (JWK; ES256, PS256 or RS256) the principal signs private_key_jwt assertions with', tags, permission: WRITE, responses: { 201: 'admin.principal-credential' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const id = req.params.id!;
-        const input = credentialInput(req.data as CredentialBody);
-        const out = await audited(deps, ctx, req, { action: 'machine_principal.credential_create', resourceType: 'machine_principal', resourceId: id }, async (tx) => {
-          const p = await load(tx, ctx, id);
-          const c = await insertCredential(tx, ctx.tenantId, id, input);
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: `${BASE}/:id/credentials`, permission: WRITE, tags, body: 'admin.principal-credential-create',
+      summary: 'Register a public key (JWK; ES256, PS256 or RS256) the principal signs private_key_jwt assertions with',
+      response: { 201: 'admin.principal-credential' }, errors: [404, 409], audit: audit('credential_create'),
+      handler: async ({ ctx, body, params, mutate }) => {
+        const input = credentialInput(body);
+        const out = await mutate(async (_tx, { principals }) => {
+          const p = await load(principals, params.id!);
+          const c = await principals.insertCredential(p.id, input);
           if (!c) throw new Conflict('conflict', 'The principal already has a credential with this kid.');
-          await resyncPrincipal(tx, ctx.tenantId, id);
+          await resyncPrincipal(principals, p.id);
           return { result: { c, clientId: p.client_id }, after: credentialView(c), metadata: { credential_id: c.id, kid: c.kid } };
         });
-        await deps.tokens.clients.changed(out.clientId);
+        await announce(ctx.tenantId, out.clientId, false);
         return { status: 201, body: credentialView(out.c) };
       },
-    },
-    credentialAction('rotate'),
-    credentialAction('revoke'),
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: `${BASE}/:id/credentials/:credentialId/rotate`, permission: WRITE, tags, body: 'admin.principal-credential-rotate',
+      summary: 'Rotate a credential: register its successor; the old one becomes rotating and expires after graceSeconds (default 86400)',
+      response: { 200: 'admin.principal-credential-rotation' }, errors: [404, 409], audit: audit('credential_rotate', 'warn'),
+      handler: async ({ ctx, body, params, mutate }) => {
+        const input = credentialInput(body);
+        const credId = params.credentialId!;
+        const out = await mutate(async (_tx, { principals }) => {
+          const p = await load(principals, params.id!);
+          const cur = await liveCredential(principals, p.id, credId);
+          const fresh = await principals.insertCredential(p.id, input);
+          if (!fresh) throw new Conflict('conflict', 'The principal already has a credential with this kid.');
+          const graceEnd = Date.now() + body.graceSeconds * 1000;
+          const old = (await principals.setCredentialState(credId, 'rotating', cur.expires_at === null ? graceEnd : Math.min(Number(cur.expires_at), graceEnd)))!;
+          await resyncPrincipal(principals, p.id);
+          const result = { credential: credentialView(fresh), previous: credentialView(old) };
+          return { result: { body: result, clientId: p.client_id }, before: credentialView(cur), after: result, metadata: { credential_id: credId, kid: cur.kid } };
+        });
+        await announce(ctx.tenantId, out.clientId, false);
+        return { body: out.body };
+      },
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: `${BASE}/:id/credentials/:credentialId/revoke`, permission: WRITE, tags, body: 'admin.principal-credential-revoke',
+      summary: 'Revoke a credential at once (revokeTokens: also revoke every token the principal holds)',
+      response: { 200: 'admin.principal-credential' }, errors: [404, 409], audit: audit('credential_revoke', 'warn'),
+      handler: async ({ ctx, body, params, mutate }) => {
+        const credId = params.credentialId!;
+        const out = await mutate(async (_tx, { principals }) => {
+          const p = await load(principals, params.id!);
+          const cur = await liveCredential(principals, p.id, credId);
+          const result = credentialView((await principals.setCredentialState(credId, 'revoked'))!);
+          await resyncPrincipal(principals, p.id);
+          return { result: { body: result, clientId: p.client_id }, before: credentialView(cur), after: result, metadata: { credential_id: credId, kid: cur.kid } };
+        });
+        await announce(ctx.tenantId, out.clientId, body.revokeTokens);
+        return { body: out.body };
+      },
+    }),
   ];
+}
+
+/** A credential of the principal that can still change (not revoked, not expired), locked. */
+async function liveCredential(principals: PrincipalRepository, principalId: string, id: string): Promise<CredentialRow> {
+  const cur = await principals.getCredential(principalId, id);
+  if (!cur) throw credNotFound();
+  const st = credentialStatus(cur);
+  if (st === 'revoked' || st === 'expired') throw new Conflict('conflict', `The credential is already ${st}.`);
+  return cur;
 }

@@ -3,7 +3,6 @@ import { Forbidden, NotFound, ValidationError } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { adminContext, type AdminContext } from './context.js';
 import { audited } from './mutate.js';
-import { getClientRow } from './repo/clients.js';
 import { addGeneration, AUTH_CODE_SHARD_COUNT, generations, getSetting, lockSharding, putSetting, type GenerationRow } from './repo/sharding.js';
 
 const READ = 'admin:settings:read';
@@ -31,7 +30,7 @@ function configView(rows: GenerationRow[], clientId: string | null): Record<stri
 /** Per-client overrides are for the caller's tenant's clients; the global setting is platform-wide. */
 async function checkScope(deps: Deps, ctx: AdminContext, clientId: string | undefined, writing: boolean): Promise<void> {
   if (clientId !== undefined) {
-    if (!(await getClientRow(deps.sql, ctx.tenantId, clientId))) throw new NotFound('client_not_found', 'No such client.');
+    if (!(await deps.store.forTenant(ctx.tenantId).clients.get(clientId))) throw new NotFound('client_not_found', 'No such client.');
   } else if (writing && !ctx.platform) {
     throw new Forbidden('forbidden', 'Only platform administrators may change the global sharding settings.');
   }

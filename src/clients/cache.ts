@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
 import type { Client } from './model.js';
-import { findClientById } from './repository.js';
+import { findClientForAuthentication } from '../store/clients.js';
 
 const TTL_MS = 30_000;
 const MISS_TTL_MS = 2_000;
@@ -30,7 +30,7 @@ export class ClientCache {
     if (e && e.until > Date.now()) return e.client;
     let p = this.loading.get(clientId);
     if (!p) {
-      p = findClientById(this.sql, clientId).then((client) => {
+      p = findClientForAuthentication(this.sql, clientId).then((client) => {
         this.entries.set(clientId, { client, until: Date.now() + (client ? TTL_MS : MISS_TTL_MS) });
         return client;
       }).finally(() => this.loading.delete(clientId));

@@ -18,10 +18,18 @@ export interface Client {
   refreshTokenTtl: number | null;
   jwks: { keys: Array<Record<string, unknown>> } | null;
   permissions: string[];
-  tenantScopes: Array<{ scope_mode: 'none' | 'all' | 'allow'; tenant_id: string | null }>;
+  tenantScopes: TenantScope[];
   status: 'active' | 'disabled';
   createdAt: number;
   updatedAt: number;
+}
+
+/** Which tenants an admin token of the client may act on (spec: tenant_scopes). */
+export interface TenantScope { scope_mode: 'none' | 'all' | 'allow'; tenant_id: string | null }
+
+/** Tenant scopes as stored: a request may leave out tenant_id, the stored form always has it (null). */
+export function storedScopes(scopes: ReadonlyArray<{ scope_mode: TenantScope['scope_mode']; tenant_id?: string | null | undefined }>): TenantScope[] {
+  return scopes.map((s) => ({ scope_mode: s.scope_mode, tenant_id: s.tenant_id ?? null }));
 }
 
 export const GRANT = {

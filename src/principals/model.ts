@@ -1,3 +1,7 @@
+import type { TenantScope } from '../clients/model.js';
+
+export type { TenantScope };
+
 /** A machine access principal (spec: Machine access principal) as stored. */
 export interface PrincipalRow {
   tenant_id: string; id: string; client_id: string; display_name: string; description: string | null; principal_type: PrincipalType;
@@ -12,7 +16,6 @@ export interface CredentialRow {
 }
 
 export type CredentialAlg = 'ES256' | 'PS256' | 'RS256';
-export type TenantScope = { scope_mode: 'none' | 'all' | 'allow'; tenant_id: string | null };
 export const PRINCIPAL_TYPES = ['setup_tool', 'admin_ui_bff', 'automation', 'ci', 'mcp_server', 'ai_agent', 'internal_service', 'integration'] as const;
 export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
 

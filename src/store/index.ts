@@ -1,4 +1,6 @@
 import { AuditLogRepository } from './audit-log.js';
+import { ClientRepository } from './clients.js';
+import { PrincipalRepository } from './principals.js';
 import { RoleRepository } from './roles.js';
 import type { Db, Sql, TxSql } from './sql.js';
 
@@ -12,6 +14,8 @@ export class TenantStore {
 
   get auditLog(): AuditLogRepository { return new AuditLogRepository(this.db, this.tenantId); }
   get roles(): RoleRepository { return new RoleRepository(this.db, this.tenantId); }
+  get clients(): ClientRepository { return new ClientRepository(this.db, this.tenantId); }
+  get principals(): PrincipalRepository { return new PrincipalRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

@@ -1,7 +1,6 @@
 import t from 'tap';
 import { createClient } from '../../src/clients/create.js';
 import { GRANT } from '../../src/clients/model.js';
-import { setClientStatus } from '../../src/clients/repository.js';
 import { storeRefreshToken } from '../../src/tokens/refresh-tokens.js';
 import { j } from '../helpers/http.js';
 import { tamperSignature } from '../helpers/jwt.js';
@@ -93,10 +92,10 @@ t.test('revoking everything issued to a client before now, and disabling a clien
   await new Promise((r) => setTimeout(r, 1100));
   const fresh = await issue();
   t.equal((await introspect(fresh)).active, true, 'tokens issued after the mark are live');
-  await setClientStatus(srv.deps.sql, b.tenant_id, b.clients.exchanger.client_id, 'disabled');
+  await srv.deps.store.forTenant(b.tenant_id).clients.update(b.clients.exchanger.client_id, { status: 'disabled' });
   await srv.deps.tokens.clients.changed(b.clients.exchanger.client_id);
   t.same(await introspect(fresh), { active: false }, 'tokens of a disabled client are inactive');
-  await setClientStatus(srv.deps.sql, b.tenant_id, b.clients.exchanger.client_id, 'active');
+  await srv.deps.store.forTenant(b.tenant_id).clients.update(b.clients.exchanger.client_id, { status: 'active' });
   await srv.deps.tokens.clients.changed(b.clients.exchanger.client_id);
 });
 

@@ -1,0 +1,139 @@
+import type { Client } from '../clients/model.js';
+import type { Cursor } from './cursor.js';
+import type { Db, Sql } from './sql.js';
+
+/** A client as administration shows it: every column but the secret hash. */
+export interface ClientRow {
+  client_id: string; tenant_id: string; name: string; token_endpoint_auth_method: Client['authMethod']; grant_types: string[]; scopes: string[];
+  redirect_uris: string[]; post_logout_redirect_uris: string[]; allowed_audiences: string[]; audience: string | null; strict_validation: boolean;
+  can_introspect: boolean; first_party: boolean; access_token_ttl: number | null; refresh_token_ttl: number | null; jwks: Client['jwks'];
+  permissions: string[]; tenant_scopes: Client['tenantScopes']; status: Client['status']; created_at: number; updated_at: number;
+}
+
+type StoredRow = ClientRow & { secret_hash: Buffer | null };
+
+export interface NewClient {
+  clientId: string; name: string; secretHash: Buffer | null; authMethod?: Client['authMethod'] | undefined;
+  grantTypes: string[]; scopes?: string[] | undefined; redirectUris?: string[] | undefined; postLogoutRedirectUris?: string[] | undefined;
+  allowedAudiences?: string[] | undefined; audience?: string | null | undefined; strictValidation?: boolean | undefined;
+  canIntrospect?: boolean | undefined; firstParty?: boolean | undefined; accessTokenTtl?: number | null | undefined;
+  refreshTokenTtl?: number | null | undefined; jwks?: Client['jwks'] | undefined; permissions?: string[] | undefined;
+  tenantScopes?: Client['tenantScopes'] | undefined;
+}
+
+/** The fields an update may replace; absent ones keep their stored value. */
+export interface ClientPatch {
+  name?: string | undefined; grant_types?: string[] | undefined; scopes?: string[] | undefined; redirect_uris?: string[] | undefined;
+  post_logout_redirect_uris?: string[] | undefined; allowed_audiences?: string[] | undefined; audience?: string | null | undefined;
+  strict_validation?: boolean | undefined; can_introspect?: boolean | undefined; first_party?: boolean | undefined;
+  access_token_ttl?: number | null | undefined; refresh_token_ttl?: number | null | undefined; jwks?: Client['jwks'] | undefined;
+  permissions?: string[] | undefined; tenant_scopes?: Client['tenantScopes'] | undefined; status?: Client['status'] | undefined;
+}
+
+const COLS = (sql: Db) => sql`client_id, tenant_id, name, token_endpoint_auth_method, grant_types, scopes, redirect_uris, post_logout_redirect_uris,
+  allowed_audiences, audience, strict_validation, can_introspect, first_party, access_token_ttl, refresh_token_ttl, jwks, permissions,
+  tenant_scopes, status, created_at, updated_at`;
+
+function toClient(r: StoredRow): Client {
+  return {
+    clientId: r.client_id, tenantId: r.tenant_id, name: r.name, secretHash: r.secret_hash, authMethod: r.token_endpoint_auth_method,
+    grantTypes: r.grant_types, scopes: r.scopes, redirectUris: r.redirect_uris, postLogoutRedirectUris: r.post_logout_redirect_uris,
+    allowedAudiences: r.allowed_audiences, audience: r.audience, strictValidation: r.strict_validation, canIntrospect: r.can_introspect,
+    firstParty: r.first_party, accessTokenTtl: r.access_token_ttl, refreshTokenTtl: r.refresh_token_ttl, jwks: r.jwks,
+    permissions: r.permissions, tenantScopes: r.tenant_scopes, status: r.status, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+  };
+}
+
+/**
+ * The one lookup of a client without its tenant, for client authentication (the per-process client
+ * cache behind /token, /introspect, /revoke). Client ids are globally unique, so the endpoint finds the
+ * client before it knows the tenant; the tenant then comes from the client record. Everything else goes
+ * through a tenant's ClientRepository.
+ */
+export async function findClientForAuthentication(sql: Sql, clientId: string): Promise<Client | null> {
+  const [row] = await sql<StoredRow[]>`select * from clients where client_id = ${clientId}`;
+  return row ? toClient(row) : null;
+}
+
+/** The OAuth clients of one tenant. */
+export class ClientRepository {
+  constructor(private readonly db: Db, private readonly tenantId: string) {}
+
+  /** Inserts a client; null when the client id is taken (in any tenant: client ids are global). */
+  async insert(c: NewClient): Promise<Client | null> {
+    const sql = this.db;
+    const [row] = await sql<StoredRow[]>`
+      insert into clients (client_id, tenant_id, name, secret_hash, token_endpoint_auth_method, grant_types, scopes, redirect_uris,
+        post_logout_redirect_uris, allowed_audiences, audience, strict_validation, can_introspect, first_party, access_token_ttl,
+        refresh_token_ttl, jwks, permissions, tenant_scopes)
+      values (${c.clientId}, ${this.tenantId}, ${c.name}, ${c.secretHash}, ${c.authMethod ?? 'client_secret_basic'}, ${c.grantTypes},
+        ${c.scopes ?? []}, ${c.redirectUris ?? []}, ${c.postLogoutRedirectUris ?? []}, ${c.allowedAudiences ?? []}, ${c.audience ?? null},
+        ${c.strictValidation ?? false}, ${c.canIntrospect ?? false}, ${c.firstParty ?? false}, ${c.accessTokenTtl ?? null},
+        ${c.refreshTokenTtl ?? null}, ${c.jwks ? sql.json(c.jwks as never) : null}, ${c.permissions ?? []}, ${sql.json((c.tenantScopes ?? []) as never)})
+      on conflict (client_id) do nothing
+      returning *`;
+    return row ? toClient(row) : null;
+  }
+
+  /** One client; `lock` takes its row lock for the rest of the transaction. */
+  async get(clientId: string, lock = false): Promise<ClientRow | null> {
+    const sql = this.db;
+    const [row] = await sql<ClientRow[]>`select ${COLS(sql)} from clients
+      where tenant_id = ${this.tenantId} and client_id = ${clientId} ${lock ? sql`for update` : sql``}`;
+    return row ?? null;
+  }
+
+  /** Newest first, limit+1 rows; clients of machine principals are left out (they are listed with the principals). */
+  list(f: { limit: number; cursor?: Cursor | undefined; status?: string | undefined }): Promise<ClientRow[]> {
+    const sql = this.db;
+    return sql<ClientRow[]>`select ${COLS(sql)} from clients where tenant_id = ${this.tenantId}
+        ${f.cursor ? sql`and (created_at, client_id) < (${f.cursor.createdAt}, ${f.cursor.id})` : sql``}
+        ${f.status ? sql`and status = ${f.status}` : sql``}
+        and not exists (select 1 from machine_principals mp where mp.tenant_id = ${this.tenantId} and mp.client_id = clients.client_id)
+      order by created_at desc, client_id desc limit ${f.limit + 1}`;
+  }
+
+  /** Applies the given fields; null when there is no such client. */
+  async update(clientId: string, p: ClientPatch): Promise<ClientRow | null> {
+    const sql = this.db;
+    const keep = <T>(v: T | undefined, col: string) => (v !== undefined ? v : sql(col)) as T;
+    const [row] = await sql<ClientRow[]>`update clients set
+        name = ${keep(p.name, 'name')}, grant_types = ${keep(p.grant_types, 'grant_types')},
+        scopes = ${keep(p.scopes, 'scopes')}, redirect_uris = ${keep(p.redirect_uris, 'redirect_uris')},
+        post_logout_redirect_uris = ${keep(p.post_logout_redirect_uris, 'post_logout_redirect_uris')},
+        allowed_audiences = ${keep(p.allowed_audiences, 'allowed_audiences')}, audience = ${keep(p.audience, 'audience')},
+        strict_validation = ${keep(p.strict_validation, 'strict_validation')}, can_introspect = ${keep(p.can_introspect, 'can_introspect')},
+        first_party = ${keep(p.first_party, 'first_party')}, access_token_ttl = ${keep(p.access_token_ttl, 'access_token_ttl')},
+        refresh_token_ttl = ${keep(p.refresh_token_ttl, 'refresh_token_ttl')},
+        jwks = ${p.jwks !== undefined ? (p.jwks === null ? null : sql.json(p.jwks as never)) : sql`jwks`},
+        permissions = ${keep(p.permissions, 'permissions')},
+        tenant_scopes = ${p.tenant_scopes !== undefined ? sql.json(p.tenant_scopes as never) : sql`tenant_scopes`},
+        status = ${keep(p.status, 'status')}, updated_at = now_ms()
+      where tenant_id = ${this.tenantId} and client_id = ${clientId} returning ${COLS(sql)}`;
+    return row ?? null;
+  }
+
+  /** Replaces the keyed hash of the client's secret; false when there is no such client. */
+  async setSecretHash(clientId: string, hash: Buffer): Promise<boolean> {
+    const r = await this.db`update clients set secret_hash = ${hash}, updated_at = now_ms() where tenant_id = ${this.tenantId} and client_id = ${clientId}`;
+    return r.count === 1;
+  }
+
+  async delete(clientId: string): Promise<ClientRow | null> {
+    const sql = this.db;
+    const [row] = await sql<ClientRow[]>`delete from clients where tenant_id = ${this.tenantId} and client_id = ${clientId} returning ${COLS(sql)}`;
+    return row ?? null;
+  }
+
+  /** True when a machine access principal owns this client (it is then managed through the principal). */
+  async ownedByPrincipal(clientId: string): Promise<boolean> {
+    const [row] = await this.db`select 1 from machine_principals where tenant_id = ${this.tenantId} and client_id = ${clientId}`;
+    return !!row;
+  }
+
+  /** Ends every refresh token issued to a client (disable, delete); how many were active. */
+  async revokeRefreshTokens(clientId: string): Promise<number> {
+    const r = await this.db`update refresh_tokens set status = 'revoked' where tenant_id = ${this.tenantId} and client_id = ${clientId} and status = 'active'`;
+    return r.count;
+  }
+}
