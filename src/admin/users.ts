@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordEvent } from '../events/outbox.js';
+import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
 import { decodeCursor, page } from '../store/cursor.js';
 import type { TenantStore } from '../store/index.js';
@@ -14,7 +15,8 @@ const tags = ['users'];
 // Longest an access token can live (ACCESS_TOKEN_TTL_SECONDS and client TTLs are capped at a day).
 const MAX_ACCESS_TTL = 86_400;
 
-export function userView(u: User): Record<string, unknown> {
+/** A user as the admin API shows it (`admin.user`, without the roles only GET by id adds). */
+export function userView(u: User): SchemaTypes['admin.user'] {
   return {
     id: u.id, tenant_id: u.tenant_id, email: u.email, name: u.name, status: u.status, email_verified: u.email_verified,
     metadata: u.metadata, created_at: Number(u.created_at), updated_at: Number(u.updated_at),
