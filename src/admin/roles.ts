@@ -5,9 +5,7 @@ import type { Route } from '../http/types.js';
 import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
 import type { Role } from '../store/roles.js';
-import { getUser } from '../users/repository.js';
 import { assertGrantable } from './escalation.js';
-import { lockUser } from './repo/users.js';
 import { adminRoute } from './route.js';
 import { userNotFound } from './users.js';
 
@@ -89,8 +87,8 @@ export function roleRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/users/:id/roles', permission: READ, tags,
       summary: 'Roles assigned to a user', response: { 200: 'admin.user-roles' }, errors: [404],
-      handler: async ({ ctx, params, store }) => {
-        const u = await getUser(deps.sql, ctx.tenantId, params.id!);
+      handler: async ({ params, store }) => {
+        const u = await store.users.get(params.id!);
         if (!u) throw userNotFound();
         const roles = await store.roles.ofUser(u.id);
         return { body: { user_id: u.id, roles: roles.map((r) => ({ ...r, assigned_at: Number(r.assigned_at) })) } };
@@ -103,7 +101,7 @@ export function roleRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, body, params, mutate }) => {
         const userId = params.id!;
         const out = await mutate(async (tx, store) => {
-          if (!(await lockUser(tx, ctx.tenantId, userId))) throw userNotFound();
+          if (!(await store.users.lock(userId))) throw userNotFound();
           const role = await store.roles.get(body.role_id);
           if (!role) throw roleNotFound();
           // Assigning a role hands out its permissions: the same no-escalation rule as granting them.
@@ -124,7 +122,7 @@ export function roleRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, params, mutate }) => {
         const userId = params.id!;
         await mutate(async (tx, store) => {
-          if (!(await lockUser(tx, ctx.tenantId, userId))) throw userNotFound();
+          if (!(await store.users.lock(userId))) throw userNotFound();
           const role = await store.roles.get(params.roleId!);
           if (!role) throw roleNotFound();
           if (!(await store.roles.unassign(userId, role.id))) throw new NotFound('role_not_found', 'The user does not have this role.');

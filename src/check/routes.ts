@@ -3,7 +3,6 @@ import type { Deps } from '../deps.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Route } from '../http/types.js';
-import { getUser } from '../users/repository.js';
 import { checkKeyHashKey, findCheckKey, type CheckKeyRow, type Operation } from './keys.js';
 import { consume } from './rate-limit.js';
 
@@ -24,10 +23,11 @@ async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op
 /** Answers for many (user, permission) pairs of one tenant, loading each user's permissions once. */
 async function answer(deps: Deps, tenantId: string, items: CheckItem[]): Promise<CheckAnswer[]> {
   const perUser = new Map<string, Promise<{ status: string; perms: string[] } | null>>();
+  const store = deps.store.forTenant(tenantId);
   const load = (id: string) => {
     let p = perUser.get(id);
     if (!p) {
-      p = getUser(deps.sql, tenantId, id).then(async (u) => (u ? { status: u.status, perms: await deps.store.forTenant(tenantId).roles.permissionsOf(id) } : null));
+      p = store.users.get(id).then(async (u) => (u ? { status: u.status, perms: await store.roles.permissionsOf(id) } : null));
       perUser.set(id, p);
     }
     return p;

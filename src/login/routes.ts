@@ -4,13 +4,13 @@ import { AppError, InvalidRequest, NotFound } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { validate, validatorFor } from '../http/validate.js';
+import { InvalidEmail, isEmail, normalizeEmail } from '../users/email.js';
 import { completeAuthorization, sessionUsable } from './complete.js';
 import { grantConsent } from './consent.js';
 import { loginContext } from './context.js';
 import { checkCsrf, csrfFor } from './csrf.js';
 import { generateCode, InvalidCode, verifyCode } from './email-code.js';
 import { dropInteraction, loadInteraction, type Interaction } from './interaction.js';
-import { isEmail, normalizeEmail } from './keys.js';
 import { LOGIN, SESSION_COOKIE } from './options.js';
 import { codePage, consentPage, emailPage, LOGIN_CSS } from './pages.js';
 import { originOf, redirectTo } from './redirect.js';
@@ -19,10 +19,6 @@ import { createSession, readSession, sessionCookie } from './sessions.js';
 import { loginUser, recordLoginFailure } from './users.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
-
-class InvalidEmail extends AppError {
-  constructor() { super(422, 'invalid_email', 'The email address is not valid.', { details: { email: ['is not a valid email address'] } }); }
-}
 
 /**
  * Steps 2 and 3 of the login flow (email code generate and verify), continuing a pending authorization

@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import { Forbidden } from '../errors.js';
 import { recordEvent, recordEvents } from '../events/outbox.js';
-import { findUserByEmail, insertUser, touchActiveLogin, type User } from '../users/repository.js';
+import type { User } from '../store/users.js';
 
 /**
  * The Postgres side of a successful code check, in one transaction: find the user or create them
@@ -12,25 +12,25 @@ export async function loginUser(deps: Deps, a: { tenantId: string; email: string
   // Round trips are the cost here (login is a hot path): a returning user is one update and one event
   // insert, a new user one insert and one insert of both events.
   const login = (u: User) => ({ tenantId: a.tenantId, event: 'auth.login' as const, data: { user_id: u.id, client_id: a.clientId, method: 'email_code' } });
-  const outcome = await deps.sql.begin(async (tx) => {
-    const returning = await touchActiveLogin(tx, a.tenantId, a.email);
+  const outcome = await deps.store.transaction(a.tenantId, async ({ users }, tx) => {
+    const returning = await users.touchActiveLogin(a.email);
     if (returning) {
       await recordEvent(tx, login(returning));
       return { user: returning, refused: null };
     }
-    const created = await insertUser(tx, a.tenantId, { email: a.email, emailVerified: true, loggedIn: true });
+    const created = await users.insert({ email: a.email, emailVerified: true, loggedIn: true });
     if (created) {
       await recordEvents(tx, [{ tenantId: a.tenantId, event: 'user.created', data: { user_id: created.id, email: created.email, source: 'email_code' } }, login(created)]);
       return { user: created, refused: null };
     }
     // The address exists but its user is not active (or a concurrent first login just created it).
-    const user = await findUserByEmail(tx, a.tenantId, a.email);
+    const user = await users.getByEmail(a.email);
     if (!user) throw new Error('user neither found nor created');
     if (user.status !== 'active') {
       await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { user_id: user.id, client_id: a.clientId, method: 'email_code', reason: `user_${user.status}` } });
       return { user, refused: user.status as 'suspended' | 'locked' };
     }
-    const again = await touchActiveLogin(tx, a.tenantId, a.email);
+    const again = await users.touchActiveLogin(a.email);
     await recordEvent(tx, login(again ?? user));
     return { user: again ?? user, refused: null };
   });
@@ -42,8 +42,8 @@ export async function loginUser(deps: Deps, a: { tenantId: string; email: string
 
 /** A failed code check: `auth.login_failed` for the tenant the code was requested for. */
 export async function recordLoginFailure(deps: Deps, a: { tenantId: string; clientId: string; email: string; reason: string }): Promise<void> {
-  await deps.sql.begin(async (tx) => {
-    const user = await findUserByEmail(tx, a.tenantId, a.email);
+  await deps.store.transaction(a.tenantId, async ({ users }, tx) => {
+    const user = await users.getByEmail(a.email);
     await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, method: 'email_code', reason: a.reason } });
     // A code burned by repeated wrong guesses looks like guessing: tell security receivers too.
     if (a.reason === 'too_many_attempts') {

@@ -3,7 +3,6 @@ import { Forbidden, Unauthorized } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { userBearer } from '../login/bearer.js';
-import { getUser } from '../users/repository.js';
 import { NO_STORE } from './params.js';
 
 /** GET/POST /userinfo (OpenID Connect Core 5.3): the signed-in user's claims for an openid access token. */
@@ -11,7 +10,7 @@ export function userinfoRoutes(deps: Deps): Route[] {
   const handler = async (req: HttpRequest): Promise<Reply> => {
     const p = await userBearer(deps, req);
     if (!String(p.scope ?? '').split(' ').includes('openid')) throw new Forbidden('insufficient_scope', 'The access token lacks the openid scope.');
-    const user = await getUser(deps.sql, p.tenant, p.sub!);
+    const user = await deps.store.forTenant(p.tenant).users.get(p.sub!);
     if (!user) throw new Unauthorized('unauthorized', 'The user no longer exists.');
     if (user.status !== 'active') throw new Forbidden(user.status === 'locked' ? 'user_locked' : 'user_suspended', 'This account cannot be used.');
     const body: Record<string, unknown> = { sub: user.id, email: user.email, email_verified: user.email_verified };

@@ -3,6 +3,7 @@ import { ClientRepository } from './clients.js';
 import { PrincipalRepository } from './principals.js';
 import { RoleRepository } from './roles.js';
 import type { Db, Sql, TxSql } from './sql.js';
+import { UserRepository } from './users.js';
 
 /**
  * The repositories of one tenant, bound to it when created: no method takes a tenant id, so a query
@@ -16,6 +17,7 @@ export class TenantStore {
   get roles(): RoleRepository { return new RoleRepository(this.db, this.tenantId); }
   get clients(): ClientRepository { return new ClientRepository(this.db, this.tenantId); }
   get principals(): PrincipalRepository { return new PrincipalRepository(this.db, this.tenantId); }
+  get users(): UserRepository { return new UserRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

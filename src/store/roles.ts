@@ -51,10 +51,15 @@ export class RoleRepository {
     return row ?? null;
   }
 
-  /** Assigns a role; null when it was already assigned. */
+  /**
+   * Assigns a role; null when it was already assigned, or when the user or the role is not this
+   * tenant's (user_roles' foreign key to users names the id alone, so the tenant is checked here).
+   */
   async assign(userId: string, roleId: string, by: string): Promise<{ assigned_at: number } | null> {
     const [row] = await this.db<{ assigned_at: number }[]>`insert into user_roles (tenant_id, user_id, role_id, assigned_by)
-      values (${this.tenantId}, ${userId}, ${roleId}, ${by}) on conflict do nothing returning assigned_at`;
+      select r.tenant_id, u.id, r.id, ${by} from users u join roles r on r.tenant_id = u.tenant_id
+      where u.tenant_id = ${this.tenantId} and u.id = ${userId} and r.id = ${roleId}
+      on conflict do nothing returning assigned_at`;
     return row ?? null;
   }
 
