@@ -1,5 +1,8 @@
 import { AuditLogRepository } from './audit-log.js';
+import { CheckApiKeyRepository } from './check-api-keys.js';
+import { PolicyRepository } from './policies.js';
 import { RoleRepository } from './roles.js';
+import { ShardingRepository } from './sharding.js';
 import type { Db, Sql, TxSql } from './sql.js';
 
 /**
@@ -12,6 +15,9 @@ export class TenantStore {
 
   get auditLog(): AuditLogRepository { return new AuditLogRepository(this.db, this.tenantId); }
   get roles(): RoleRepository { return new RoleRepository(this.db, this.tenantId); }
+  get policies(): PolicyRepository { return new PolicyRepository(this.db, this.tenantId); }
+  get sharding(): ShardingRepository { return new ShardingRepository(this.db, this.tenantId); }
+  get checkApiKeys(): CheckApiKeyRepository { return new CheckApiKeyRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */
