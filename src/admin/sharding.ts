@@ -69,24 +69,17 @@ export function shardingRoutes(deps: Deps): Route[] {
         const out = await mutate(async (tx, store) => {
           await lockSharding(tx);
           const platform = new PlatformSharding(tx);
-          const global = await platform.globalGenerations();
-          let before: GenerationRow | undefined;
-          let g: GenerationRow | null;
-          let rows: GenerationRow[] | null;
-          if (clientId !== undefined) {
-            // A client without an override so far moves from the global generation.
-            before = (await store.sharding.clientGenerations(clientId))?.[0] ?? global[0];
-            g = await store.sharding.addClientGeneration(clientId, shardCount, ctx.actor.id, notes);
-            rows = await store.sharding.clientGenerations(clientId);
-          } else {
-            if (!body.skip_sync_check) {
-              const ac = await authCodeShards(tx);
-              if (shardCount !== ac) throw new ValidationError({ shardCount: [`must equal the auth code shard count (${ac}) unless skip_sync_check is true`] });
-            }
-            before = global[0];
-            g = await platform.addGlobalGeneration(shardCount, ctx.actor.id, notes);
-            rows = await platform.globalGenerations();
+          if (clientId === undefined && !body.skip_sync_check) {
+            const ac = await authCodeShards(tx);
+            if (shardCount !== ac) throw new ValidationError({ shardCount: [`must equal the auth code shard count (${ac}) unless skip_sync_check is true`] });
           }
+          const scope = clientId !== undefined
+            ? { list: () => store.sharding.clientGenerations(clientId), add: () => store.sharding.addClientGeneration(clientId, shardCount, ctx.actor.id, notes) }
+            : { list: () => platform.globalGenerations(), add: () => platform.addGlobalGeneration(shardCount, ctx.actor.id, notes) };
+          // A client without an override so far moves from the global generation.
+          const before = (await scope.list())?.[0] ?? (await platform.globalGenerations())[0];
+          const g = await scope.add();
+          const rows = await scope.list();
           // Null only when the client was deleted since the check above.
           if (!g || !rows || !before) throw clientNotFound();
           const config = configView(rows, clientId ?? null);
