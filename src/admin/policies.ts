@@ -1,20 +1,23 @@
 import type { Deps } from '../deps.js';
 import { NotFound, ValidationError } from '../errors.js';
 import { recordEvent } from '../events/outbox.js';
+import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
+import { decodeCursor, page } from '../store/cursor.js';
+import { newId } from '../store/ids.js';
+import type { PolicyRow } from '../store/policies.js';
 import type { TxSql } from '../store/sql.js';
-import { adminContext, type AdminContext } from './context.js';
-import { audited } from './mutate.js';
-import { decodeCursor, newId, page } from './pagination.js';
-import { deletePolicy, getPolicy, insertPolicy, listPolicies, replacePolicy, type PolicyInput, type PolicyRow } from './repo/policies.js';
+import { adminRoute } from './route.js';
 
 const READ = 'admin:policies:read';
 const WRITE = 'admin:policies:write';
 const tags = ['admin-policies'];
 const BASE = '/api/admin/admin-policies';
-const KNOWN = ['name', 'description', 'priority', 'effect', 'conditions', 'resource_types', 'actions', 'enabled'] as const;
+const KNOWN = new Set(['name', 'description', 'priority', 'effect', 'conditions', 'resource_types', 'actions', 'enabled']);
 // Server-owned fields: ignored when sent, never stored among the extra properties.
 const SERVER = new Set(['id', 'tenant_id', 'created_by', 'updated_by', 'created_at', 'updated_at']);
+
+type PolicyBody = SchemaTypes['admin.policy-update'];
 
 /** The spec's policy object, with any extra properties the client stored echoed back. */
 export function policyView(p: PolicyRow): Record<string, unknown> {
@@ -27,25 +30,27 @@ export function policyView(p: PolicyRow): Record<string, unknown> {
 
 const notFound = () => new NotFound('policy_not_found', 'No such admin policy.');
 
-function split(body: Record<string, unknown>): { known: Partial<PolicyInput>; extra: Record<string, unknown> } {
-  const known: Record<string, unknown> = {};
-  const extra: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) {
-    if ((KNOWN as readonly string[]).includes(k)) known[k] = v;
-    else if (!SERVER.has(k)) extra[k] = v;
-  }
-  return { known: known as Partial<PolicyInput>, extra };
+/** The policy fields a body gives (absent ones undefined: the stored or default value stays). */
+type Fields = 'name' | 'description' | 'priority' | 'effect' | 'conditions' | 'resource_types' | 'actions' | 'enabled';
+const fields = <B extends PolicyBody>(b: B): Pick<B, Fields> => ({
+  name: b.name, description: b.description, priority: b.priority, effect: b.effect, conditions: b.conditions,
+  resource_types: b.resource_types, actions: b.actions, enabled: b.enabled,
+});
+
+/** The properties beyond the spec's that a client sent: stored and echoed back. */
+function extras(b: PolicyBody): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(b).filter(([k]) => !KNOWN.has(k) && !SERVER.has(k)));
 }
 
 /** Checks the schema cannot express: time zones and CIDR prefixes. */
-function checkConditions(conditions: PolicyInput['conditions']): void {
+function checkConditions(conditions: SchemaTypes['admin.policy-condition'][]): void {
   const details: Record<string, string[]> = {};
   conditions.forEach((c, i) => {
-    if (c.type === 'time_window' && typeof c.params.timezone === 'string') {
+    if (c.type === 'time_window' && c.params.timezone !== undefined) {
       try { new Intl.DateTimeFormat('en-US', { timeZone: c.params.timezone }); } catch { details[`conditions.${i}.params.timezone`] = ['is not a known IANA time zone']; }
     }
     if (c.type === 'ip_range') {
-      for (const cidr of c.params.cidrs as string[]) {
+      for (const cidr of c.params.cidrs) {
         const [, bits] = cidr.split('/');
         const max = cidr.includes(':') ? 128 : 32;
         if (bits !== undefined && !(Number(bits) >= 0 && Number(bits) <= max)) (details[`conditions.${i}.params.cidrs`] ??= []).push(`${cidr} has an invalid prefix length`);
@@ -55,100 +60,94 @@ function checkConditions(conditions: PolicyInput['conditions']): void {
   if (Object.keys(details).length) throw new ValidationError(details);
 }
 
+const emit = (tx: TxSql, tenantId: string, event: 'policy.created' | 'policy.updated', p: PolicyRow) =>
+  recordEvent(tx, { tenantId, event, data: { policy_id: p.id, name: p.name, effect: p.effect, enabled: p.enabled, priority: p.priority } });
+
 /**
  * Admin policies of the current tenant (spec: Admin policy). Enabled policies are applied to every admin
  * request after permissions (policy-engine.ts). Create emits policy.created; every change policy.updated.
  */
 export function policyRoutes(deps: Deps): Route[] {
-  const emit = (tx: TxSql, ctx: AdminContext, event: 'policy.created' | 'policy.updated', p: PolicyRow) =>
-    recordEvent(tx, { tenantId: ctx.tenantId, event, data: { policy_id: p.id, name: p.name, effect: p.effect, enabled: p.enabled, priority: p.priority } });
-  const setEnabled = (verb: 'activate' | 'deactivate'): Route => ({
-    method: 'POST', path: `${BASE}/:id/${verb}`, iface: 'admin', body: 'none',
-    doc: { summary: verb === 'activate' ? 'Activate a policy (enabled true); it applies from the next request (policy.updated)' : 'Deactivate a policy (enabled false) (policy.updated)', tags, permission: WRITE, responses: { 200: 'admin.policy' }, errors: [401, 403, 404], security: 'bearer' },
-    handler: async (req) => {
-      const ctx = await adminContext(deps, req, WRITE);
-      const id = req.params.id!;
-      const p = await audited(deps, ctx, req, { action: `admin_policy.${verb}`, resourceType: 'admin_policy', resourceId: id, severity: 'warn' }, async (tx) => {
-        const cur = await getPolicy(tx, ctx.tenantId, id, true);
+  const setEnabled = (verb: 'activate' | 'deactivate'): Route => adminRoute(deps, {
+    method: 'POST', path: `${BASE}/:id/${verb}`, permission: WRITE, tags, response: { 200: 'admin.policy' }, errors: [404],
+    summary: verb === 'activate' ? 'Activate a policy (enabled true); it applies from the next request (policy.updated)' : 'Deactivate a policy (enabled false) (policy.updated)',
+    audit: { action: `admin_policy.${verb}`, resourceType: 'admin_policy', severity: 'warn' },
+    handler: async ({ ctx, params, mutate }) => {
+      const p = await mutate(async (tx, store) => {
+        const cur = await store.policies.get(params.id!, true);
         if (!cur) throw notFound();
         const enabled = verb === 'activate';
         if (cur.enabled === enabled) return { result: cur, before: policyView(cur), after: policyView(cur), metadata: { changed: false } };
-        const next = await replacePolicy(tx, ctx.tenantId, id, { ...cur, enabled }, ctx.actor.id);
-        await emit(tx, ctx, 'policy.updated', next);
+        const next = await store.policies.update(cur.id, { enabled }, ctx.actor.id);
+        if (!next) throw notFound();
+        await emit(tx, ctx.tenantId, 'policy.updated', next);
         return { result: next, before: policyView(cur), after: policyView(next) };
       });
       return { body: policyView(p) };
     },
   });
   return [
-    {
-      method: 'GET', path: BASE, iface: 'admin', querySchema: 'query.admin-policy-list',
-      doc: { summary: 'List admin policies, newest first', tags, permission: READ, responses: { 200: 'admin.policy-list' }, errors: [401, 403, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const q = req.queryData as { limit: number; cursor?: string; enabled?: boolean; effect?: string };
-        const p = page(await listPolicies(deps.sql, ctx.tenantId, { ...q, cursor: decodeCursor(q.cursor) }), q.limit);
+    adminRoute(deps, {
+      method: 'GET', path: BASE, permission: READ, tags, query: 'query.admin-policy-list',
+      summary: 'List admin policies, newest first', response: { 200: 'admin.policy-list' },
+      handler: async ({ query, store }) => {
+        const p = page(await store.policies.list({ ...query, cursor: decodeCursor(query.cursor) }), query.limit);
         return { body: { items: p.items.map(policyView), cursor: p.next } };
       },
-    },
-    {
-      method: 'POST', path: BASE, iface: 'admin', body: 'json', bodySchema: 'admin.policy-create',
-      doc: { summary: 'Create an admin policy (disabled unless enabled is true; extra properties are stored and echoed) (policy.created)', tags, permission: WRITE, responses: { 201: 'admin.policy' }, errors: [401, 403, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const { known, extra } = split(req.data as Record<string, unknown>);
-        const input = { description: null, enabled: false, ...known, extra } as PolicyInput;
-        checkConditions(input.conditions);
-        const p = await audited(deps, ctx, req, { action: 'admin_policy.create', resourceType: 'admin_policy', severity: 'warn' }, async (tx) => {
-          const row = await insertPolicy(tx, ctx.tenantId, newId('pol'), input, ctx.actor.id);
-          await emit(tx, ctx, 'policy.created', row);
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: BASE, permission: WRITE, tags, body: 'admin.policy-create', response: { 201: 'admin.policy' },
+      summary: 'Create an admin policy (disabled unless enabled is true; extra properties are stored and echoed) (policy.created)',
+      audit: { action: 'admin_policy.create', resourceType: 'admin_policy', severity: 'warn' },
+      handler: async ({ ctx, body, mutate }) => {
+        checkConditions(body.conditions);
+        const p = await mutate(async (tx, store) => {
+          const row = await store.policies.insert(newId('pol'), { ...fields(body), extra: extras(body) }, ctx.actor.id);
+          await emit(tx, ctx.tenantId, 'policy.created', row);
           return { result: row, resourceId: row.id, after: policyView(row) };
         });
         return { status: 201, body: policyView(p) };
       },
-    },
-    {
-      method: 'GET', path: `${BASE}/:id`, iface: 'admin',
-      doc: { summary: 'Get an admin policy', tags, permission: READ, responses: { 200: 'admin.policy' }, errors: [401, 403, 404], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const p = await getPolicy(deps.sql, ctx.tenantId, req.params.id!);
+    }),
+    adminRoute(deps, {
+      method: 'GET', path: `${BASE}/:id`, permission: READ, tags,
+      summary: 'Get an admin policy', response: { 200: 'admin.policy' }, errors: [404],
+      handler: async ({ params, store }) => {
+        const p = await store.policies.get(params.id!);
         if (!p) throw notFound();
         return { body: policyView(p) };
       },
-    },
-    {
-      method: 'PUT', path: `${BASE}/:id`, iface: 'admin', body: 'json', bodySchema: 'admin.policy-update',
-      doc: { summary: 'Update an admin policy: the fields given replace the stored ones (policy.updated)', tags, permission: WRITE, responses: { 200: 'admin.policy' }, errors: [401, 403, 404, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const { known, extra } = split(req.data as Record<string, unknown>);
-        if (known.conditions) checkConditions(known.conditions);
-        const id = req.params.id!;
-        const p = await audited(deps, ctx, req, { action: 'admin_policy.update', resourceType: 'admin_policy', resourceId: id, severity: 'warn' }, async (tx) => {
-          const cur = await getPolicy(tx, ctx.tenantId, id, true);
+    }),
+    adminRoute(deps, {
+      method: 'PUT', path: `${BASE}/:id`, permission: WRITE, tags, body: 'admin.policy-update', response: { 200: 'admin.policy' }, errors: [404],
+      summary: 'Update an admin policy: the fields given replace the stored ones (policy.updated)',
+      audit: { action: 'admin_policy.update', resourceType: 'admin_policy', severity: 'warn' },
+      handler: async ({ ctx, body, params, mutate }) => {
+        if (body.conditions) checkConditions(body.conditions);
+        const p = await mutate(async (tx, store) => {
+          const cur = await store.policies.get(params.id!, true);
           if (!cur) throw notFound();
-          const next = await replacePolicy(tx, ctx.tenantId, id, { ...cur, ...known, extra: { ...cur.extra, ...extra } } as PolicyInput, ctx.actor.id);
-          await emit(tx, ctx, 'policy.updated', next);
+          const next = await store.policies.update(cur.id, { ...fields(body), extra: extras(body) }, ctx.actor.id);
+          if (!next) throw notFound();
+          await emit(tx, ctx.tenantId, 'policy.updated', next);
           return { result: next, before: policyView(cur), after: policyView(next) };
         });
         return { body: policyView(p) };
       },
-    },
-    {
-      method: 'DELETE', path: `${BASE}/:id`, iface: 'admin',
-      doc: { summary: 'Delete an admin policy', tags, permission: WRITE, responses: { 204: null }, errors: [401, 403, 404], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const id = req.params.id!;
-        await audited(deps, ctx, req, { action: 'admin_policy.delete', resourceType: 'admin_policy', resourceId: id, severity: 'warn' }, async (tx) => {
-          const gone = await deletePolicy(tx, ctx.tenantId, id);
+    }),
+    adminRoute(deps, {
+      method: 'DELETE', path: `${BASE}/:id`, permission: WRITE, tags,
+      summary: 'Delete an admin policy', response: { 204: null }, errors: [404],
+      audit: { action: 'admin_policy.delete', resourceType: 'admin_policy', severity: 'warn' },
+      handler: async ({ params, mutate }) => {
+        await mutate(async (_tx, store) => {
+          const gone = await store.policies.delete(params.id!);
           if (!gone) throw notFound();
           return { result: null, before: policyView(gone) };
         });
         return { status: 204 };
       },
-    },
+    }),
     setEnabled('activate'),
     setEnabled('deactivate'),
   ];

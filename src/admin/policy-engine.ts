@@ -3,9 +3,9 @@ import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { Forbidden } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
+import type { PolicyCondition, PolicyRow } from '../store/policies.js';
 import type { JwtPayload } from '../tokens/jwt.js';
 import type { AdminContext } from './types.js';
-import { applicablePolicies, type PolicyCondition, type PolicyRow } from './repo/policies.js';
 
 /** Authentication strengths, weakest first (condition auth_strength). */
 export const STRENGTHS = ['basic', 'otp', 'mfa', 'key'] as const;
@@ -108,11 +108,12 @@ export function decide(policies: PolicyRow[], f: RequestFacts): { effect: 'allow
 export async function enforcePolicies(deps: Deps, req: HttpRequest, ctx: AdminContext, permission: string, client: Pick<Client, 'authMethod'> | null): Promise<void> {
   const [, resource = '', action = ''] = permission.split(':');
   if (ctx.platform && resource === 'policies') return;
-  const policies = await applicablePolicies(deps.sql, ctx.tenantId, resource, action);
+  const store = deps.store.forTenant(ctx.tenantId);
+  const policies = await store.policies.applicablePolicies(resource, action);
   if (!policies.length) return;
   const d = decide(policies, { ip: req.ip, now: new Date(), strength: strengthOf(ctx.token, client) });
   if (d?.effect !== 'deny') return;
-  await deps.store.forTenant(ctx.tenantId).auditLog.record(ctx.actor, {
+  await store.auditLog.record(ctx.actor, {
     action: 'admin_policy.deny', resourceType: resource, result: 'failure', severity: 'warn',
     metadata: { policy_id: d.policy.id, policy_name: d.policy.name, permission, method: req.method, path: req.path, request_id: req.requestId, ip: req.ip },
   }).catch((err) => deps.log.error({ err }, 'audit entry for a policy denial not written'));

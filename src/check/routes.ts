@@ -1,19 +1,21 @@
 import { hasPermission } from '../admin/permissions.js';
 import type { Deps } from '../deps.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
+import type { SchemaTypes } from '../generated/types.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Route } from '../http/types.js';
-import { checkKeyHashKey, findCheckKey, type CheckKeyRow, type Operation } from './keys.js';
+import type { CheckKeyRow } from '../store/check-api-keys.js';
+import { checkKeyHashKey, findPresentedKey, type Operation } from './keys.js';
 import { consume } from './rate-limit.js';
 
-interface CheckItem { user_id: string; permission: string }
-interface CheckAnswer { user_id: string; permission: string; allowed: boolean; reason?: string }
+type CheckItem = SchemaTypes['check.check-request'];
+type CheckAnswer = SchemaTypes['check.check-result'];
 
 /** Authenticates the check API key, checks the operation is allowed, then charges its rate limit. */
 async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op: Operation, cost: number): Promise<CheckKeyRow> {
   const auth = req.headers.authorization;
   if (!auth?.startsWith('Bearer ')) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
-  const key = await findCheckKey(deps.sql, hashKey, auth.slice(7).trim());
+  const key = await findPresentedKey(deps.sql, hashKey, auth.slice(7).trim());
   if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) throw new Unauthorized('unauthorized', 'The check API key is not valid.');
   if (!key.allowed_operations.includes(op)) throw new Forbidden('forbidden', `This key may not use the ${op} operation.`);
   await consume(deps.redis, key.id, key.rate_limit_tier, cost);
@@ -23,11 +25,10 @@ async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op
 /** Answers for many (user, permission) pairs of one tenant, loading each user's permissions once. */
 async function answer(deps: Deps, tenantId: string, items: CheckItem[]): Promise<CheckAnswer[]> {
   const perUser = new Map<string, Promise<{ status: string; perms: string[] } | null>>();
-  const store = deps.store.forTenant(tenantId);
   const load = (id: string) => {
     let p = perUser.get(id);
     if (!p) {
-      p = store.users.get(id).then(async (u) => (u ? { status: u.status, perms: await store.roles.permissionsOf(id) } : null));
+      { const store = deps.store.forTenant(tenantId); p = store.users.get(id).then(async (u) => (u ? { status: u.status, perms: await store.roles.permissionsOf(id) } : null)); }
       perUser.set(id, p);
     }
     return p;
@@ -49,9 +50,10 @@ export function checkRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/check', iface: 'admin', body: 'json', bodySchema: 'check.check-request',
       doc: { summary: 'Whether a user holds a permission (check API key with the check operation; rate-limited by tier)', tags: ['check'], responses: { 200: 'check.check-result' }, errors: [401, 403, 404, 422, 429], security: 'apikey' },
       handler: async (req) => {
+        const item: CheckItem = req.data;
         const key = await authenticateKey(deps, hashKey, req, 'check', 1);
-        const [a] = await answer(deps, key.tenant_id, [req.data as CheckItem]);
-        if (a!.reason === 'user_not_found') throw new NotFound('user_not_found', 'No such user in this tenant.');
+        const [a] = await answer(deps, key.tenant_id, [item]);
+        if (!a || a.reason === 'user_not_found') throw new NotFound('user_not_found', 'No such user in this tenant.');
         return { body: a };
       },
     },
@@ -59,7 +61,7 @@ export function checkRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/check/batch', iface: 'admin', body: 'json', bodySchema: 'check.check-batch-request',
       doc: { summary: 'Up to 100 checks at once (operation batch; each check counts against the rate limit)', tags: ['check'], responses: { 200: 'check.check-batch-result' }, errors: [401, 403, 422, 429], security: 'apikey' },
       handler: async (req) => {
-        const items = (req.data as { checks: CheckItem[] }).checks;
+        const { checks: items }: SchemaTypes['check.check-batch-request'] = req.data;
         const key = await authenticateKey(deps, hashKey, req, 'batch', items.length);
         return { body: { results: await answer(deps, key.tenant_id, items) } };
       },

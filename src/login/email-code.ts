@@ -1,9 +1,9 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import { AppError, ServiceUnavailable } from '../errors.js';
+import { hitLimits } from '../store/rate-limit.js';
 import type { LoginContext } from './context.js';
 import { emailHash, loginKeys } from './keys.js';
 import { LOGIN } from './options.js';
-import { hit } from './rate-limit.js';
 
 export class InvalidCode extends AppError {
   constructor(description = 'The code is invalid or has expired.') { super(400, 'invalid_request', description, { details: { code: ['is invalid or has expired'] } }); }
@@ -20,10 +20,10 @@ function codeHash(key: Buffer, code: string, eh: string): Buffer {
  */
 export async function generateCode(ctx: LoginContext, a: { email: string; tenantId: string; clientId: string; clientName: string; ip: string }): Promise<{ expiresIn: number }> {
   const eh = emailHash(a.email);
-  await hit(ctx.deps.redis, [
-    { key: loginKeys.rateAddress(eh), limit: LOGIN.perAddressLimit, windowSeconds: LOGIN.perAddressWindowSeconds },
-    { key: loginKeys.rateIp(a.ip || 'unknown'), limit: ctx.deps.config.loginIpLimitPerMinute, windowSeconds: 60 },
-  ]);
+  await hitLimits(ctx.deps.redis, [
+    { key: loginKeys.rateAddress(eh), limit: LOGIN.perAddressLimit, windowMs: LOGIN.perAddressWindowSeconds * 1000 },
+    { key: loginKeys.rateIp(a.ip || 'unknown'), limit: ctx.deps.config.loginIpLimitPerMinute, windowMs: 60_000 },
+  ], 'Too many codes requested; try again later.');
   const code = String(randomInt(0, 10 ** LOGIN.codeLength)).padStart(LOGIN.codeLength, '0');
   const key = loginKeys.otp(eh);
   try {

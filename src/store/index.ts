@@ -1,7 +1,10 @@
 import { AuditLogRepository } from './audit-log.js';
 import { ClientRepository } from './clients.js';
 import { PrincipalRepository } from './principals.js';
+import { CheckApiKeyRepository } from './check-api-keys.js';
+import { PolicyRepository } from './policies.js';
 import { RoleRepository } from './roles.js';
+import { ShardingRepository } from './sharding.js';
 import type { Db, Sql, TxSql } from './sql.js';
 import { UserRepository } from './users.js';
 
@@ -18,6 +21,9 @@ export class TenantStore {
   get clients(): ClientRepository { return new ClientRepository(this.db, this.tenantId); }
   get principals(): PrincipalRepository { return new PrincipalRepository(this.db, this.tenantId); }
   get users(): UserRepository { return new UserRepository(this.db, this.tenantId); }
+  get policies(): PolicyRepository { return new PolicyRepository(this.db, this.tenantId); }
+  get sharding(): ShardingRepository { return new ShardingRepository(this.db, this.tenantId); }
+  get checkApiKeys(): CheckApiKeyRepository { return new CheckApiKeyRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

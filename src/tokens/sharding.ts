@@ -1,3 +1,4 @@
+import { PlatformSharding } from '../store/sharding.js';
 import type { Sql } from '../store/sql.js';
 
 export interface ShardGeneration { generation: number; shardCount: number }
@@ -14,9 +15,7 @@ export class ShardingCache {
   constructor(private readonly sql: Sql, private readonly refreshMs = 5000) {}
 
   async load(): Promise<void> {
-    const rows = await this.sql<{ client_id: string; generation: number; shard_count: number }[]>`
-      select distinct on (client_id) client_id, generation, shard_count from token_shard_generations
-      where deprecated_at is null order by client_id, generation desc`;
+    const rows = await new PlatformSharding(this.sql).currentGenerations();
     const per = new Map<string, ShardGeneration>();
     for (const r of rows) {
       const g = { generation: r.generation, shardCount: r.shard_count };

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { decide, strengthOf } from '../../src/admin/policy-engine.js';
-import type { PolicyRow } from '../../src/admin/repo/policies.js';
+import type { PolicyRow } from '../../src/store/policies.js';
 import { startTestServer } from '../helpers/server.js';
 import { adminToken } from '../helpers/tokens.js';
 import { adminOf, api, events } from './helpers.js';

@@ -1,0 +1,33 @@
+import type { Redis } from 'ioredis';
+import { RateLimited, ServiceUnavailable } from '../errors.js';
+
+/**
+ * One fixed-window counter: `cost` hits are added to `key`, which lives for `windowMs` from its first
+ * hit. A caller wanting clock-aligned windows names the window in the key and passes the time left in it.
+ */
+export interface WindowLimit { key: string; limit: number; windowMs: number; cost?: number }
+
+// Adds the cost; the first hit starts the window. Returns the count and the window's remaining ms.
+const SCRIPT = `local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
+return {n, ttl}`;
+
+/**
+ * Counts against every limit (one script per key, pipelined, so each key may live on its own Redis
+ * Cluster slot) and throws 429 rate_limit_exceeded with Retry-After, until the longest exceeded window
+ * ends, when any limit is passed. Fails closed: without Redis the request is refused with 503.
+ */
+export async function hitLimits(redis: Redis, limits: WindowLimit[], message: string): Promise<void> {
+  let results: Array<[number, number]>;
+  try {
+    results = await Promise.all(limits.map((l) =>
+      redis.eval(SCRIPT, 1, l.key, String(Math.max(1, Math.ceil(l.windowMs))), String(l.cost ?? 1)) as Promise<[number, number]>));
+  } catch (err) {
+    throw new ServiceUnavailable('Rate limit state cannot be read.', 1, err);
+  }
+  let retry = 0;
+  results.forEach(([n, ttl], i) => { if (n > limits[i]!.limit) retry = Math.max(retry, Math.ceil(ttl / 1000)); });
+  if (retry > 0) throw new RateLimited(Math.max(1, retry), message);
+}
