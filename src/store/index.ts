@@ -1,6 +1,7 @@
 import { AuditLogRepository } from './audit-log.js';
 import { RoleRepository } from './roles.js';
 import type { Db, Sql, TxSql } from './sql.js';
+import { WebhookRepository } from './webhooks.js';
 
 /**
  * The repositories of one tenant, bound to it when created: no method takes a tenant id, so a query
@@ -12,6 +13,7 @@ export class TenantStore {
 
   get auditLog(): AuditLogRepository { return new AuditLogRepository(this.db, this.tenantId); }
   get roles(): RoleRepository { return new RoleRepository(this.db, this.tenantId); }
+  get webhooks(): WebhookRepository { return new WebhookRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

@@ -28,3 +28,13 @@ export function openSecret(kek: Buffer, aad: string, sealed: Buffer): string {
 export function secretAad(tenantId: string, webhookId: string): string {
   return `webhook-secret:${tenantId}:${webhookId}`;
 }
+
+/** Seals a webhook's signing secret to its tenant and id, as stored in `webhooks.secret_enc`. */
+export function sealWebhookSecret(kek: Buffer, tenantId: string, webhookId: string, secret: string): Buffer {
+  return sealSecret(kek, secretAad(tenantId, webhookId), secret);
+}
+
+/** The signing secret of a stored webhook. */
+export function webhookSecret(w: { tenant_id: string; id: string; secret_enc: Buffer }, kek: Buffer): string {
+  return openSecret(kek, secretAad(w.tenant_id, w.id), w.secret_enc);
+}
