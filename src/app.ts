@@ -21,8 +21,8 @@ export function buildRouter(deps: Deps): Router {
   const router = new Router();
   const modules: Route[][] = [
     healthRoutes(deps),
-    webhookRoutes(deps),
     adminRoutes(deps),
+    webhookRoutes(deps),
     discoveryRoutes(deps, () => router),
     loginModules(deps),
     tokenRoutes(deps),

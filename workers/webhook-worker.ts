@@ -3,11 +3,12 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import { loadConfig, type Config } from '../src/config.js';
 import { OutboxRelay, type RelayOptions } from '../src/events/relay.js';
 import { createLogger, type Logger } from '../src/log.js';
-import { createSql, type Sql } from '../src/store/sql.js';
+import { Store } from '../src/store/index.js';
+import { createSql } from '../src/store/sql.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
 import { createDeliveryQueue, createWorkerConnection, deliveryJobId, queuePrefix, WEBHOOK_QUEUE, type DeliveryJob } from '../src/webhooks/queue.js';
-import { abandonDelivery, loadDelivery, markQueued, recordAttempt, webhookSecret } from '../src/webhooks/repository.js';
 import { backoffMs } from '../src/webhooks/retry.js';
+import { webhookSecret } from '../src/webhooks/secret-box.js';
 import { postWebhook } from '../src/webhooks/sender.js';
 
 export interface RunningWebhookWorker {
@@ -24,7 +25,8 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   queue.on('error', (err) => log.debug({ err: err.message }, 'queue producer error'));
   const relay = new OutboxRelay(sql, queue, producer, config.redisPrefix, log, opts.relay);
   const connection = createWorkerConnection(config);
-  const worker = new Worker<DeliveryJob>(WEBHOOK_QUEUE, (job, token) => deliver(job, token, { sql, config, log, queue }), {
+  const store = new Store(sql);
+  const worker = new Worker<DeliveryJob>(WEBHOOK_QUEUE, (job, token) => deliver(job, token, { store, config, log, queue }), {
     connection, prefix: queuePrefix(config), concurrency: config.webhookConcurrency,
     // A crashed worker's active jobs are noticed as stalled after lockDuration and run again.
     lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 5,
@@ -44,17 +46,19 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   };
 }
 
-interface Ctx { sql: Sql; config: Config; log: Logger; queue: ReturnType<typeof createDeliveryQueue>['queue'] }
+interface Ctx { store: Store; config: Config; log: Logger; queue: ReturnType<typeof createDeliveryQueue>['queue'] }
 
 /** One attempt of one delivery. Idempotent: a job for an attempt that is no longer current does nothing. */
-async function deliver(job: Job<DeliveryJob>, token: string | undefined, { sql, config, log, queue }: Ctx): Promise<string> {
+async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store, config, log, queue }: Ctx): Promise<string> {
   const { tenantId, deliveryId, attempt } = job.data;
-  const loaded = await loadDelivery(sql, tenantId, deliveryId);
+  // Each job names its tenant: everything below goes through that tenant's repository.
+  const webhooks = store.forTenant(tenantId).webhooks;
+  const loaded = await webhooks.loadDelivery(deliveryId);
   if (!loaded) return 'gone';
   const { delivery: d, webhook: w } = loaded;
   if (d.status !== 'pending' || d.attempt !== attempt) return 'stale';
   if (w.status !== 'active') {
-    await abandonDelivery(sql, tenantId, deliveryId, attempt, 'webhook is inactive', Date.now());
+    await webhooks.abandonDelivery(deliveryId, attempt, 'webhook is inactive', Date.now());
     return 'inactive';
   }
   // A job re-added without its delay (e.g. after queue data loss) waits for its due time.
@@ -68,15 +72,14 @@ async function deliver(job: Job<DeliveryJob>, token: string | undefined, { sql, 
   const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, config.webhookAllowPrivate);
   const completedAt = Date.now();
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;
-  const recorded = await recordAttempt(sql, tenantId, deliveryId, attempt, {
+  const recorded = await store.transaction(tenantId, (s) => s.webhooks.recordAttempt(deliveryId, attempt, {
     ok: r.ok, responseStatus: r.status, responseTimeMs: r.durationMs, error: r.error, startedAt, completedAt, nextAttemptAt,
-  });
+  }));
   if (recorded && nextAttemptAt !== null) {
     // Fast path; if this fails (or the process dies here) the relay finds the attempt unqueued and adds it.
-    const next = { tenant_id: tenantId, id: deliveryId, attempt: attempt + 1, next_attempt_at: nextAttemptAt };
     try {
       await queue.add('deliver', { tenantId, deliveryId, attempt: attempt + 1 }, { jobId: deliveryJobId(deliveryId, attempt + 1), delay: Math.max(0, nextAttemptAt - Date.now()) });
-      await markQueued(sql, [next], Date.now());
+      await webhooks.markQueued(deliveryId, attempt + 1, Date.now());
     } catch (err) {
       log.debug({ err: (err as Error).message }, 'could not enqueue retry; the relay will');
     }

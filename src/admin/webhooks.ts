@@ -1,25 +1,29 @@
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError, type Details } from '../errors.js';
 import { notifyRelay } from '../events/outbox.js';
-import type { HttpRequest } from '../http/request.js';
 import type { Route } from '../http/types.js';
+import { decodeCursor, page } from '../store/cursor.js';
+import { newId } from '../store/ids.js';
+import type { TenantStore } from '../store/index.js';
+import type { DeliveryRow } from '../store/webhooks.js';
 import { RESERVED_HEADER } from '../webhooks/message.js';
-import {
-  claimTestKey, decodeCursor, deleteWebhook, getDelivery, getWebhook, insertWebhook, listDeliveries, listWebhooks,
-  newWebhookId, releaseTestKey, retryDelivery, storeTestResult, updateWebhook, webhookSecret, type WebhookInput, type WebhookPatch,
-} from '../webhooks/repository.js';
-import { generateSecret } from '../webhooks/secret-box.js';
+import { generateSecret, sealWebhookSecret, webhookSecret } from '../webhooks/secret-box.js';
 import { sendTest } from '../webhooks/test-send.js';
 import { obviouslyPrivate } from '../webhooks/url-safety.js';
 import { deliveryView, webhookCreated, webhookListItem, webhookView } from '../webhooks/view.js';
-import { adminContext } from './context.js';
+import { adminRoute } from './route.js';
 
 const READ = 'admin:webhooks:read';
 const WRITE = 'admin:webhooks:write';
 const tags = ['webhooks'];
+// Audit entries carry the webhook views, which never hold the secret nor its ciphertext.
+const audit = (verb: string) => ({ action: `webhook.${verb}`, resourceType: 'webhook' });
+
+const webhookNotFound = () => new NotFound('not_found', 'No such webhook.');
+const deliveryNotFound = () => new NotFound('not_found', 'No such delivery.');
 
 /** Checks the schema cannot express: reserved header names, private URLs, filters for unsubscribed events. */
-function checkSemantics(deps: Deps, v: { url?: string | undefined; headers?: Record<string, string> | undefined; filters?: Record<string, unknown> | undefined }, events: string[]): void {
+function checkSemantics(deps: Deps, v: { url?: string | undefined; headers?: object | undefined; filters?: object | undefined }, events: string[]): void {
   const details: Details = {};
   if (v.url !== undefined && !deps.config.webhookAllowPrivate && obviouslyPrivate(v.url)) details.url = ['must not point to a private, loopback or link-local address'];
   for (const h of Object.keys(v.headers ?? {})) if (RESERVED_HEADER.test(h)) (details[`headers.${h}`] ??= []).push('is a reserved header');
@@ -27,142 +31,151 @@ function checkSemantics(deps: Deps, v: { url?: string | undefined; headers?: Rec
   if (Object.keys(details).length) throw new ValidationError(details);
 }
 
-async function mustGet(deps: Deps, tenantId: string, id: string) {
-  const w = await getWebhook(deps.sql, tenantId, id);
-  if (!w) throw new NotFound('not_found', 'No such webhook.');
+async function mustGet(store: TenantStore, id: string, lock = false) {
+  const w = await store.webhooks.get(id, { lock });
+  if (!w) throw webhookNotFound();
   return w;
 }
 
-function badCursor(): never {
-  throw new ValidationError({ cursor: ['is not a valid cursor'] });
+/** Deliveries are ordered by trigger time: the one cursor codec over (triggered_at, id). */
+function deliveryPage(rows: DeliveryRow[], limit: number): { items: DeliveryRow[]; next: string | null } {
+  const p = page(rows.map((d) => ({ created_at: d.triggered_at, id: d.id, d })), limit);
+  return { items: p.items.map((x) => x.d), next: p.next };
 }
 
-/** Webhooks of the administration interface (spec, Endpoints: Webhooks). Every mutation runs in one transaction. */
+/** Webhooks of the administration interface (spec, Endpoints: Webhooks). Every mutation is audited in its own transaction. */
 export function webhookRoutes(deps: Deps): Route[] {
   const kek = deps.config.keyEncryptionKey;
   return [
-    {
-      method: 'GET', path: '/api/admin/webhooks', iface: 'admin', querySchema: 'query.webhook-list',
-      doc: { summary: 'List webhooks', tags, permission: READ, responses: { 200: 'admin.webhook-list' }, errors: [401, 403, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const q = req.queryData as { limit: number; cursor?: string; status?: string };
-        const cursor = q.cursor ? decodeCursor(q.cursor) ?? badCursor() : undefined;
-        const r = await listWebhooks(deps.sql, ctx.tenantId, { limit: q.limit, cursor, status: q.status });
-        return { body: { items: r.rows.map(webhookListItem), total: r.total, cursor: r.next } };
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/webhooks', permission: READ, tags, query: 'query.webhook-list',
+      summary: 'List webhooks', response: { 200: 'admin.webhook-list' },
+      handler: async ({ query, store }) => {
+        const p = page(await store.webhooks.list({ ...query, cursor: decodeCursor(query.cursor) }), query.limit);
+        return { body: { items: p.items.map(webhookListItem), total: await store.webhooks.count(query), cursor: p.next } };
       },
-    },
-    {
-      method: 'POST', path: '/api/admin/webhooks', iface: 'admin', body: 'json', bodySchema: 'admin.webhook-create',
-      doc: { summary: 'Create a webhook (a generated secret is shown once, in this response)', tags, permission: WRITE, responses: { 201: 'admin.webhook-created' }, errors: [401, 403, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const input = req.data as Omit<WebhookInput, 'secret'> & { secret?: string };
-        checkSemantics(deps, input, input.events);
-        const generated = input.secret === undefined ? generateSecret() : undefined;
-        const row = await deps.sql.begin((tx) => insertWebhook(tx, ctx.tenantId, newWebhookId(), { ...input, secret: input.secret ?? generated! }, kek, Date.now()));
-        return { status: 201, body: webhookCreated(row, generated) };
-      },
-    },
-    {
-      method: 'GET', path: '/api/admin/webhooks/:id', iface: 'admin',
-      doc: { summary: 'Get a webhook', tags, permission: READ, responses: { 200: 'admin.webhook' }, errors: [401, 403, 404], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        return { body: webhookView(await mustGet(deps, ctx.tenantId, req.params.id!)) };
-      },
-    },
-    {
-      method: 'PUT', path: '/api/admin/webhooks/:id', iface: 'admin', body: 'json', bodySchema: 'admin.webhook-update',
-      doc: { summary: 'Update a webhook: the fields given replace the stored ones; `status` activates or deactivates', tags, permission: WRITE, responses: { 200: 'admin.webhook' }, errors: [401, 403, 404, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const patch = req.data as WebhookPatch;
-        const row = await deps.sql.begin(async (tx) => {
-          const cur = await getWebhook(tx, ctx.tenantId, req.params.id!);
-          if (!cur) throw new NotFound('not_found', 'No such webhook.');
-          const events = patch.events ?? cur.events;
-          checkSemantics(deps, { ...patch, filters: patch.filters ?? (patch.events ? cur.filters : undefined) }, events);
-          return updateWebhook(tx, ctx.tenantId, cur.id, patch, kek, Date.now());
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: '/api/admin/webhooks', permission: WRITE, tags, body: 'admin.webhook-create',
+      summary: 'Create a webhook (a generated secret is shown once, in this response)', response: { 201: 'admin.webhook-created' },
+      audit: audit('create'),
+      handler: async ({ ctx, body: { secret, ...fields }, mutate }) => {
+        checkSemantics(deps, fields, fields.events);
+        const plain = secret ?? generateSecret();
+        const id = newId('wh');
+        const row = await mutate(async (_tx, store) => {
+          const w = await store.webhooks.insert(id, fields, sealWebhookSecret(kek, ctx.tenantId, id, plain));
+          return { result: w, resourceId: w.id, after: webhookView(w) };
         });
-        if (!row) throw new NotFound('not_found', 'No such webhook.');
+        return { status: 201, body: webhookCreated(row, secret === undefined ? plain : undefined) };
+      },
+    }),
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/webhooks/:id', permission: READ, tags,
+      summary: 'Get a webhook', response: { 200: 'admin.webhook' }, errors: [404],
+      handler: async ({ params, store }) => ({ body: webhookView(await mustGet(store, params.id!)) }),
+    }),
+    adminRoute(deps, {
+      method: 'PUT', path: '/api/admin/webhooks/:id', permission: WRITE, tags, body: 'admin.webhook-update',
+      summary: 'Update a webhook: the fields given replace the stored ones; `status` activates or deactivates', response: { 200: 'admin.webhook' }, errors: [404],
+      audit: audit('update'),
+      handler: async ({ ctx, body: { secret, ...patch }, params, mutate }) => {
+        const row = await mutate(async (_tx, store) => {
+          const cur = await mustGet(store, params.id!, true);
+          checkSemantics(deps, { ...patch, filters: patch.filters ?? (patch.events ? cur.filters : undefined) }, patch.events ?? cur.events);
+          const secretEnc = secret === undefined ? undefined : sealWebhookSecret(kek, ctx.tenantId, cur.id, secret);
+          const next = await store.webhooks.update(cur.id, { ...patch, secretEnc });
+          if (!next) throw webhookNotFound();
+          // The secret never enters the audit entry; that it changed is all the entry says of it.
+          return { result: next, before: webhookView(cur), after: webhookView(next), metadata: { secret_changed: secret !== undefined } };
+        });
         return { body: webhookView(row) };
       },
-    },
-    {
-      method: 'DELETE', path: '/api/admin/webhooks/:id', iface: 'admin',
-      doc: { summary: 'Delete a webhook and its delivery history', tags, permission: WRITE, responses: { 204: null }, errors: [401, 403, 404], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const gone = await deps.sql.begin((tx) => deleteWebhook(tx, ctx.tenantId, req.params.id!));
-        if (!gone) throw new NotFound('not_found', 'No such webhook.');
+    }),
+    adminRoute(deps, {
+      method: 'DELETE', path: '/api/admin/webhooks/:id', permission: WRITE, tags,
+      summary: 'Delete a webhook and its delivery history', response: { 204: null }, errors: [404],
+      audit: { ...audit('delete'), severity: 'warn' },
+      handler: async ({ params, mutate }) => {
+        await mutate(async (_tx, store) => {
+          const cur = await mustGet(store, params.id!, true);
+          if (!(await store.webhooks.delete(cur.id))) throw webhookNotFound();
+          return { result: null, before: webhookView(cur) };
+        });
         return { status: 204 };
       },
-    },
-    {
-      method: 'POST', path: '/api/admin/webhooks/:id/test', iface: 'admin', body: 'json', bodySchema: 'admin.webhook-test-request',
-      doc: { summary: 'Send a test event now and report the receiver\'s answer (honours Idempotency-Key for 24 h)', tags, permission: WRITE, responses: { 200: 'admin.webhook-test-result' }, errors: [401, 403, 404, 409, 422], security: 'bearer' },
-      handler: (req) => testWebhook(deps, req),
-    },
-    {
-      method: 'GET', path: '/api/admin/webhooks/:id/deliveries', iface: 'admin', querySchema: 'query.webhook-deliveries',
-      doc: { summary: 'List deliveries of a webhook, newest first', tags, permission: READ, responses: { 200: 'admin.webhook-delivery-list' }, errors: [401, 403, 404, 422], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const w = await mustGet(deps, ctx.tenantId, req.params.id!);
-        const q = req.queryData as { limit: number; cursor?: string; status?: string; event?: string };
-        const cursor = q.cursor ? decodeCursor(q.cursor) ?? badCursor() : undefined;
-        const r = await listDeliveries(deps.sql, ctx.tenantId, w.id, { limit: q.limit, cursor, status: q.status, event: q.event });
-        return { body: { items: r.rows.map((d) => deliveryView(d)), total: r.total, cursor: r.next } };
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: '/api/admin/webhooks/:id/test', permission: WRITE, tags, body: 'admin.webhook-test-request',
+      summary: 'Send a test event now and report the receiver\'s answer (honours Idempotency-Key for 24 h)', response: { 200: 'admin.webhook-test-result' }, errors: [404, 409],
+      audit: audit('test'),
+      handler: async ({ req, body, params, store, mutate, unchanged }) => {
+        const w = await mustGet(store, params.id!);
+        const key = req.headers['idempotency-key'];
+        if (key !== undefined && (key.length === 0 || key.length > 255)) throw new ValidationError({ 'Idempotency-Key': ['must be 1 to 255 characters'] });
+        if (key !== undefined) {
+          const claim = await store.webhooks.claimTestKey(w.id, key, Date.now());
+          if (!claim.claimed) {
+            if (claim.result === null) throw new Conflict('conflict', 'A request with this Idempotency-Key is still in progress.');
+            unchanged();
+            return { body: claim.result, headers: { 'Idempotent-Replayed': 'true' } };
+          }
+        }
+        try {
+          // No transaction is open while the receiver answers (up to the webhook's timeout); the audit
+          // entry and the stored result for the key are written together afterwards.
+          const result = await sendTest(w, webhookSecret(w, kek), body.event, deps.config.webhookAllowPrivate);
+          await mutate(async (_tx, s) => {
+            if (key !== undefined) await s.webhooks.storeTestResult(w.id, key, result);
+            const metadata = { event: body.event ?? null, success: result.success, status_code: result.status_code ?? null, error: result.error ?? null, duration_ms: result.duration_ms };
+            return { result: null, metadata };
+          });
+          return { body: result };
+        } catch (err) {
+          if (key !== undefined) await store.webhooks.releaseTestKey(w.id, key).catch(() => {});
+          throw err;
+        }
       },
-    },
-    {
-      method: 'GET', path: '/api/admin/webhooks/:id/deliveries/:deliveryId', iface: 'admin',
-      doc: { summary: 'Get one delivery with every attempt', tags, permission: READ, responses: { 200: 'admin.webhook-delivery' }, errors: [401, 403, 404], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, READ);
-        const r = await getDelivery(deps.sql, ctx.tenantId, req.params.id!, req.params.deliveryId!);
-        if (!r) throw new NotFound('not_found', 'No such delivery.');
+    }),
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/webhooks/:id/deliveries', permission: READ, tags, query: 'query.webhook-deliveries',
+      summary: 'List deliveries of a webhook, newest first', response: { 200: 'admin.webhook-delivery-list' }, errors: [404],
+      handler: async ({ query, params, store }) => {
+        const w = await mustGet(store, params.id!);
+        const p = deliveryPage(await store.webhooks.deliveries(w.id, { ...query, cursor: decodeCursor(query.cursor) }), query.limit);
+        return { body: { items: p.items.map((d) => deliveryView(d)), total: await store.webhooks.countDeliveries(w.id, query), cursor: p.next } };
+      },
+    }),
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/webhooks/:id/deliveries/:deliveryId', permission: READ, tags,
+      summary: 'Get one delivery with every attempt', response: { 200: 'admin.webhook-delivery' }, errors: [404],
+      handler: async ({ params, store }) => {
+        const r = await store.webhooks.delivery(params.id!, params.deliveryId!);
+        if (!r) throw deliveryNotFound();
         return { body: deliveryView(r.delivery, r.attempts) };
       },
-    },
-    {
-      method: 'POST', path: '/api/admin/webhooks/:id/deliveries/:deliveryId/retry', iface: 'admin',
-      doc: { summary: 'Retry a failed delivery once more (it becomes pending)', tags, permission: WRITE, responses: { 202: 'admin.webhook-retry-result' }, errors: [401, 403, 404, 409], security: 'bearer' },
-      handler: async (req) => {
-        const ctx = await adminContext(deps, req, WRITE);
-        const r = await deps.sql.begin(async (tx) => {
-          const out = await retryDelivery(tx, ctx.tenantId, req.params.id!, req.params.deliveryId!, Date.now());
-          if (typeof out !== 'string') await notifyRelay(tx);
-          return out;
+    }),
+    adminRoute(deps, {
+      method: 'POST', path: '/api/admin/webhooks/:id/deliveries/:deliveryId/retry', permission: WRITE, tags,
+      summary: 'Retry a failed delivery once more (it becomes pending)', response: { 202: 'admin.webhook-retry-result' }, errors: [404, 409],
+      // Recorded against the webhook, so its audit trail reads in one place; the delivery is in the metadata.
+      audit: { action: 'webhook_delivery.retry', resourceType: 'webhook' },
+      handler: async ({ params, mutate }) => {
+        const deliveryId = params.deliveryId!;
+        const r = await mutate(async (tx, store) => {
+          const out = await store.webhooks.retryDelivery(params.id!, deliveryId, Date.now());
+          if (out === 'not_found') throw deliveryNotFound();
+          if (out === 'not_failed') throw new Conflict('conflict', 'Only a failed delivery can be retried.');
+          await notifyRelay(tx);
+          const result = { id: out.id, status: 'pending' as const, retry_at: Math.floor(Number(out.next_attempt_at) / 1000) };
+          return {
+            result, metadata: { delivery_id: out.id },
+            before: { delivery_id: out.id, status: 'failed', attempt: out.attempt - 1 },
+            after: { delivery_id: out.id, status: 'pending', attempt: out.attempt, retry_at: result.retry_at },
+          };
         });
-        if (r === 'not_found') throw new NotFound('not_found', 'No such delivery.');
-        if (r === 'not_failed') throw new Conflict('conflict', 'Only a failed delivery can be retried.');
-        return { status: 202, body: { id: r.id, status: 'pending', retry_at: Math.floor(Number(r.next_attempt_at) / 1000) } };
+        return { status: 202, body: r };
       },
-    },
+    }),
   ];
-}
-
-async function testWebhook(deps: Deps, req: HttpRequest) {
-  const ctx = await adminContext(deps, req, WRITE);
-  const w = await mustGet(deps, ctx.tenantId, req.params.id!);
-  const event = (req.data as { event?: string }).event;
-  const key = req.headers['idempotency-key'];
-  if (key !== undefined && (key.length === 0 || key.length > 255)) throw new ValidationError({ 'Idempotency-Key': ['must be 1 to 255 characters'] });
-  if (key !== undefined) {
-    const claim = await claimTestKey(deps.sql, ctx.tenantId, w.id, key, Date.now());
-    if (!claim.claimed) {
-      if (claim.result === null) throw new Conflict('conflict', 'A request with this Idempotency-Key is still in progress.');
-      return { body: claim.result, headers: { 'Idempotent-Replayed': 'true' } };
-    }
-  }
-  try {
-    const result = await sendTest(w, webhookSecret(w, deps.config.keyEncryptionKey), event, deps.config.webhookAllowPrivate);
-    if (key !== undefined) await storeTestResult(deps.sql, ctx.tenantId, w.id, key, result);
-    return { body: result };
-  } catch (err) {
-    if (key !== undefined) await releaseTestKey(deps.sql, ctx.tenantId, w.id, key).catch(() => {});
-    throw err;
-  }
 }

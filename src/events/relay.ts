@@ -2,8 +2,9 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
+import { CrossTenantDeliveries, type Unqueued } from '../store/webhook-deliveries.js';
+import { planDeliveries } from '../webhooks/fan-out.js';
 import { deliveryJobId, queuePrefix, type DeliveryJob } from '../webhooks/queue.js';
-import { fanOut, markQueued, overdueDeliveries, resetQueued, unqueuedDeliveries, type Unqueued } from '../webhooks/repository.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 
 export interface RelayOptions {
@@ -36,8 +37,11 @@ export class OutboxRelay {
   private lastOverdue = 0;
   private readonly opts: Required<RelayOptions>;
   private readonly sentinelKey: string;
+  /** The relay serves every tenant of its database: it reads and writes through the cross-tenant path only. */
+  private readonly deliveries: CrossTenantDeliveries;
 
   constructor(private readonly sql: Sql, private readonly queue: Queue<DeliveryJob>, private readonly queueRedis: Redis, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}) {
+    this.deliveries = new CrossTenantDeliveries(sql);
     this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, ...opts };
     this.sentinelKey = `${queuePrefix({ redisPrefix })}:webhooks:relay-sentinel`;
   }
@@ -68,9 +72,9 @@ export class OutboxRelay {
       await this.checkSentinel();
       this.lastSentinel = now;
     }
-    while ((await fanOut(this.sql, this.opts.batch, Date.now())) === this.opts.batch && !this.stopped);
+    while ((await this.deliveries.fanOut(this.opts.batch, Date.now(), planDeliveries)) === this.opts.batch && !this.stopped);
     for (;;) {
-      const items = await unqueuedDeliveries(this.sql, this.opts.batch);
+      const items = await this.deliveries.unqueued(this.opts.batch);
       if (!items.length) break;
       await this.enqueue(items);
       if (items.length < this.opts.batch || this.stopped) break;
@@ -88,21 +92,21 @@ export class OutboxRelay {
       data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt },
       opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
     })));
-    await markQueued(this.sql, items, Date.now());
+    await this.deliveries.markQueued(items, Date.now());
   }
 
   private async checkSentinel(): Promise<void> {
     const client = this.queueRedis;
     if (await client.exists(this.sentinelKey)) return;
     // First start, or the queue's Redis lost its data: Postgres still holds every pending delivery.
-    const n = await resetQueued(this.sql);
+    const n = await this.deliveries.resetQueued();
     if (n) this.log.warn({ deliveries: n }, 'queue sentinel missing: re-enqueueing every pending delivery');
     await client.set(this.sentinelKey, String(Date.now()));
   }
 
   /** Partial loss (e.g. a failover dropping the last writes): re-add attempts overdue and absent from the queue. */
   private async checkOverdue(): Promise<void> {
-    const items = await overdueDeliveries(this.sql, Date.now() - this.opts.overdueGraceMs, 200);
+    const items = await this.deliveries.overdue(Date.now() - this.opts.overdueGraceMs, 200);
     const lost: Unqueued[] = [];
     for (const i of items) {
       const job = await this.queue.getJob(deliveryJobId(i.id, i.attempt));

@@ -7,6 +7,7 @@ import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
 import type { Db, Sql, TxSql } from './sql.js';
 import { UserRepository } from './users.js';
+import { WebhookRepository } from './webhooks.js';
 
 /**
  * The repositories of one tenant, bound to it when created: no method takes a tenant id, so a query
@@ -24,6 +25,7 @@ export class TenantStore {
   get policies(): PolicyRepository { return new PolicyRepository(this.db, this.tenantId); }
   get sharding(): ShardingRepository { return new ShardingRepository(this.db, this.tenantId); }
   get checkApiKeys(): CheckApiKeyRepository { return new CheckApiKeyRepository(this.db, this.tenantId); }
+  get webhooks(): WebhookRepository { return new WebhookRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

@@ -1,20 +1,17 @@
-import { randomBytes } from 'node:crypto';
+import { newId } from '../store/ids.js';
 import { signatureHeader } from './signing.js';
 
-/** The delivered body: `{event, timestamp (ISO 8601 UTC), data}` (spec, Events rule 1). */
-export interface RequestBody {
-  event: string;
-  timestamp: string;
-  data: Record<string, unknown>;
-}
+/** The delivered body: `{event, timestamp (ISO 8601 UTC), data}` (spec, Events rule 1), stored with each delivery. */
+export type { RequestBody } from '../store/webhooks.js';
 
 /** Header names the service sets on every delivery; a webhook's custom headers may not use them. */
 export const RESERVED_HEADER = /^(content-type|content-length|host|connection|transfer-encoding|x-svc-.*)$/i;
 
 export const USER_AGENT = 'svc-webhooks/1';
 
+/** A delivery id, also its X-Svc-Delivery header: the same across every attempt of one delivery. */
 export function newDeliveryId(): string {
-  return `whd_${randomBytes(12).toString('base64url')}`;
+  return newId('whd');
 }
 
 /**

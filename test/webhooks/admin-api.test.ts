@@ -188,3 +188,62 @@ t.test('deliveries over the API: list with filters and cursor, one with attempts
   t.type(w.last_failure_at, 'number');
   t.type(w.last_success_at, 'number');
 });
+
+t.test('create, update, delete, test and retry are in the admin audit log, without the secret', async (t) => {
+  let fail = true;
+  const rx = await startReceiver(() => (fail ? { status: 503 } : { status: 200 }));
+  t.teardown(() => rx.close());
+  const auditTenant = uniqueName('whaudit');
+  const tok = await adminToken(srv, { tenantId: auditTenant, permissions: ['admin:webhooks:*', 'admin:audit-log:read', 'admin:audit-log:read-sensitive'] });
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${srv.url}${path}`, {
+      method, headers: { authorization: `Bearer ${tok}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    return { status: res.status, body: res.status === 204 ? null : await j(res) };
+  };
+  const secrets = ['audit-secret-one-0123456789', 'audit-secret-two-0123456789'];
+  const hook = await call('POST', '/api/admin/webhooks', { name: 'audited', url: rx.url, events: ['user.created'], secret: secrets[0], retry_policy: { max_retries: 0, retry_interval: 1 } });
+  t.equal(hook.status, 201);
+  const id = hook.body.id;
+  t.equal((await call('PUT', `/api/admin/webhooks/${id}`, { name: 'audited 2', secret: secrets[1] })).status, 200);
+  const tested = await call('POST', `/api/admin/webhooks/${id}/test`, {}, { 'idempotency-key': 'audit-k' });
+  t.equal(tested.status, 200);
+  t.equal((await call('POST', `/api/admin/webhooks/${id}/test`, {}, { 'idempotency-key': 'audit-k' })).status, 200, 'a replay');
+  await emit(srv.deps.sql, { tenantId: auditTenant, event: 'user.created', data: { user_id: 'audited-user' } });
+  await waitFor(async () => (await call('GET', `/api/admin/webhooks/${id}/deliveries?status=failed`)).body.total === 1);
+  const delivery = (await call('GET', `/api/admin/webhooks/${id}/deliveries`)).body.items[0];
+  fail = false;
+  t.equal((await call('POST', `/api/admin/webhooks/${id}/deliveries/${delivery.id}/retry`)).status, 202);
+  const generated = await call('POST', '/api/admin/webhooks', { name: 'short-lived', url: rx.url, events: ['user.created'] });
+  t.match(generated.body.secret, /^whsec_/);
+  secrets.push(generated.body.secret);
+  t.equal((await call('DELETE', `/api/admin/webhooks/${generated.body.id}`)).status, 204);
+
+  const log = await call('GET', '/api/admin/admin-audit-log?resource_type=webhook&limit=100');
+  t.equal(log.status, 200);
+  const entries = [...log.body.items].reverse();
+  const of = (rid: string) => entries.filter((e: { resource_id: string }) => e.resource_id === rid).map((e: { action: string; result: string }) => `${e.action}:${e.result}`);
+  t.same(of(id), ['webhook.create:success', 'webhook.update:success', 'webhook.test:success', 'webhook_delivery.retry:success'], 'the replayed test is not audited again');
+  t.same(of(generated.body.id), ['webhook.create:success', 'webhook.delete:success']);
+  const find = (action: string, rid: string) => entries.find((e: { action: string; resource_id: string }) => e.action === action && e.resource_id === rid);
+  t.match(find('webhook.create', id).after, { id, name: 'audited', url: rx.url, events: ['user.created'], status: 'active' });
+  const update = find('webhook.update', id);
+  t.match(update, { before: { name: 'audited' }, after: { name: 'audited 2' }, metadata: { secret_changed: true } });
+  t.match(find('webhook.test', id).metadata, { success: false, status_code: 503 }, 'what the receiver answered');
+  t.match(find('webhook_delivery.retry', id), { metadata: { delivery_id: delivery.id }, before: { status: 'failed' }, after: { status: 'pending' } });
+  t.match(find('webhook.delete', generated.body.id).before, { id: generated.body.id, name: 'short-lived' });
+
+  // Neither the secrets nor their ciphertexts appear anywhere in the entries (list or single reads).
+  const single = await Promise.all(entries.map((e: { id: string }) => call('GET', `/api/admin/admin-audit-log/${e.id}`)));
+  const everything = JSON.stringify(entries) + JSON.stringify(single.map((r) => r.body));
+  const [row] = await srv.deps.sql<{ secret_enc: Buffer }[]>`select secret_enc from webhooks where tenant_id = ${auditTenant} and id = ${id}`;
+  for (const s of secrets) t.notOk(everything.includes(s), 'no secret in the audit log');
+  for (const enc of [row!.secret_enc.toString('hex'), row!.secret_enc.toString('base64'), row!.secret_enc.toString('base64url')]) t.notOk(everything.includes(enc), 'no ciphertext in the audit log');
+  t.notMatch(everything, /"secret(_enc)?"/, 'no secret field at all');
+  const raw = await srv.deps.sql`select before, after, metadata from admin_audit_log where tenant_id = ${auditTenant}`;
+  t.ok(raw.length >= entries.length);
+  const stored = JSON.stringify(raw);
+  for (const s of secrets) t.notOk(stored.includes(s), 'nor in the stored rows');
+  t.notMatch(stored, /secret_enc/);
+});

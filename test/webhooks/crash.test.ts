@@ -6,10 +6,9 @@ import { Redis } from 'ioredis';
 import { OutboxRelay } from '../../src/events/relay.js';
 import { createLogger } from '../../src/log.js';
 import { createDeliveryQueue, deliveryJobId } from '../../src/webhooks/queue.js';
-import { getDelivery, listDeliveries } from '../../src/webhooks/repository.js';
 import { testConfig } from '../helpers/env.js';
 import { PrivateRedis, waitFor } from '../helpers/processes.js';
-import { addWebhook, createTenant, emit, isolatedDatabase, startReceiver, testSql } from './fixtures.js';
+import { addWebhook, createTenant, emit, hooksOf, isolatedDatabase, startReceiver, testSql } from './fixtures.js';
 
 // Crash safety with the consumer in a child process (node dist/workers/webhook-worker.js) that we kill,
 // and the queue on a private Redis that we wipe.
@@ -20,6 +19,7 @@ const db = await isolatedDatabase();
 const config = testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', QUEUE_REDIS_URL: qredis.url, DATABASE_URL: db.url });
 const sql = testSql(config);
 const tenant = await createTenant(sql, 'whcrash');
+const hooks = hooksOf(sql, tenant);
 const children = new Set<ChildProcess>();
 t.teardown(async () => {
   for (const c of children) c.kill('SIGKILL');
@@ -51,7 +51,7 @@ t.test('events committed while no worker runs are delivered once one starts (out
   const child = await startChild();
   await waitFor(() => rx.received.length === 3, 20_000);
   t.same(rx.received.map((r) => JSON.parse(r.body).data.user_id).sort(), ['before-0', 'before-1', 'before-2']);
-  await waitFor(async () => (await listDeliveries(sql, tenant, hook.id, { limit: 10, status: 'success' })).total === 3);
+  await waitFor(async () => (await hooks.countDeliveries(hook.id, { status: 'success' })) === 3);
   await kill(child);
 });
 
@@ -69,7 +69,7 @@ t.test('a worker killed mid-delivery: the delivery is made after restart, with t
   await waitFor(() => rx.received.length >= 2, 60_000, 200);
   t.equal(rx.received[1]!.headers['x-svc-delivery'], rx.received[0]!.headers['x-svc-delivery'], 'receivers can de-duplicate');
   const id = rx.received[0]!.headers['x-svc-delivery'] as string;
-  await waitFor(async () => (await getDelivery(sql, tenant, hook.id, id))!.delivery.status === 'success', 20_000);
+  await waitFor(async () => (await hooks.delivery(hook.id, id))!.delivery.status === 'success', 20_000);
   t.equal(new Set(rx.received.map((r) => r.headers['x-svc-delivery'])).size, 1, 'one delivery');
   await kill(second);
 });

@@ -1,12 +1,10 @@
 import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { createLogger } from '../../src/log.js';
-import { getDelivery, listDeliveries, getWebhook, updateWebhook } from '../../src/webhooks/repository.js';
-import { retryDelivery } from '../../src/webhooks/repository.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { testConfig } from '../helpers/env.js';
 import { waitFor } from '../helpers/processes.js';
-import { addWebhook, createTenant, emit, isolatedDatabase, startReceiver, testSql } from './fixtures.js';
+import { addWebhook, createTenant, emit, hooksOf, isolatedDatabase, startReceiver, testSql } from './fixtures.js';
 
 // Delivery end to end: events committed to the outbox reach real loopback receivers through the relay
 // and the BullMQ worker running in this process, against the shared test Postgres and Redis.
@@ -15,6 +13,7 @@ const config = testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CONCURRENCY: 
 const sql = testSql(config);
 const worker = await startWebhookWorker(config, createLogger('silent'), { relay: { pollMs: 100 } });
 const tenant = await createTenant(sql);
+const hooks = hooksOf(sql, tenant);
 t.teardown(async () => { await worker.close(); await sql.end({ timeout: 2 }); await db.drop(); });
 
 const SECRET = 'whsec_independent_check_secret_1';
@@ -40,12 +39,12 @@ t.test('an event reaches a subscribed webhook with a verifiable signature, body 
   t.equal(body.event, 'user.created');
   t.match(body.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   t.same(body.data, { user_id: 'u1' });
-  await waitFor(async () => (await listDeliveries(sql, tenant, hook.id, { limit: 10 })).rows[0]?.status === 'success');
-  const { rows } = await listDeliveries(sql, tenant, hook.id, { limit: 10 });
+  await waitFor(async () => (await hooks.deliveries(hook.id, { limit: 10 }))[0]?.status === 'success');
+  const rows = await hooks.deliveries(hook.id, { limit: 10 });
   t.equal(rows[0]!.id, r.headers['x-svc-delivery']);
   t.equal(rows[0]!.response_status, 200);
   t.equal(rows[0]!.attempt, 1);
-  const w = (await getWebhook(sql, tenant, hook.id))!;
+  const w = (await hooks.get(hook.id))!;
   t.equal(Number(w.total_deliveries), 1);
   t.equal(Number(w.failed_deliveries), 0);
   t.ok(w.last_success_at && w.last_triggered_at);
@@ -62,7 +61,7 @@ t.test('filters: a roles condition selects role events; inactive webhooks get no
   t.teardown(async () => { await rx.close(); await off.close(); });
   await addWebhook(sql, config, tenant, { url: rx.url, events: ['role.assigned'], filters: { 'role.assigned': { roles: ['admin', 'auditor'] } } });
   const inactive = await addWebhook(sql, config, tenant, { url: off.url, events: ['role.assigned'] });
-  await updateWebhook(sql, tenant, inactive.id, { status: 'inactive' }, config.keyEncryptionKey, Date.now());
+  await hooks.update(inactive.id, { status: 'inactive' });
   await emit(sql, { tenantId: tenant, event: 'role.assigned', data: { user_id: 'u1', role: 'viewer' } });
   await emit(sql, { tenantId: tenant, event: 'role.assigned', data: { user_id: 'u2', role: 'admin' } });
   await emit(sql, { tenantId: tenant, event: 'role.assigned', data: { user_id: 'u3', roles: ['x', 'auditor'] } });
@@ -92,12 +91,12 @@ t.test('500 then 200: a failed attempt, then success on the automatic retry with
   await waitFor(() => rx.received.length === 2, 15_000);
   t.equal(rx.received[0]!.headers['x-svc-delivery'], rx.received[1]!.headers['x-svc-delivery'], 'same X-Svc-Delivery across attempts');
   t.equal(rx.received[0]!.body, rx.received[1]!.body, 'same body across attempts');
-  await waitFor(async () => (await listDeliveries(sql, tenant, hook.id, { limit: 5 })).rows[0]?.status === 'success');
+  await waitFor(async () => (await hooks.deliveries(hook.id, { limit: 5 }))[0]?.status === 'success');
   const id = rx.received[0]!.headers['x-svc-delivery'] as string;
-  const d = (await getDelivery(sql, tenant, hook.id, id))!;
+  const d = (await hooks.delivery(hook.id, id))!;
   t.equal(d.delivery.attempt, 2);
   t.same(d.attempts.map((a) => [a.attempt, a.status, a.response_status]), [[1, 'failed', 500], [2, 'success', 200]]);
-  const w = (await getWebhook(sql, tenant, hook.id))!;
+  const w = (await hooks.get(hook.id))!;
   t.equal(Number(w.total_deliveries), 2);
   t.equal(Number(w.failed_deliveries), 1);
   t.ok(w.last_failure_at && w.last_success_at);
@@ -111,20 +110,20 @@ t.test('timeout and redirect are failures; retries stop at max_retries; a manual
   await emit(sql, { tenantId: tenant, event: 'auth.logout', data: { user_id: 'u1' } });
   await waitFor(() => rx.received.length === 1, 10_000);
   mode = 'redirect';
-  await waitFor(async () => (await listDeliveries(sql, tenant, hook.id, { limit: 5 })).rows[0]?.status === 'failed', 15_000);
-  const row = (await listDeliveries(sql, tenant, hook.id, { limit: 5 })).rows[0]!;
-  const d = (await getDelivery(sql, tenant, hook.id, row.id))!;
+  await waitFor(async () => (await hooks.deliveries(hook.id, { limit: 5 }))[0]?.status === 'failed', 15_000);
+  const row = (await hooks.deliveries(hook.id, { limit: 5 }))[0]!;
+  const d = (await hooks.delivery(hook.id, row.id))!;
   t.same(d.attempts.map((a) => a.status), ['failed', 'failed']);
   t.match(d.attempts[0]!.error, /timeout/);
   t.equal(d.attempts[1]!.response_status, 302);
   t.match(d.attempts[1]!.error, /redirect/);
   t.equal(rx.received.length, 2, 'max_retries 1: two attempts in all');
   mode = 'ok';
-  const retried = await retryDelivery(sql, tenant, hook.id, row.id, Date.now());
+  const retried = await hooks.retryDelivery(hook.id, row.id, Date.now());
   t.match(retried, { status: 'pending', attempt: 3 });
-  t.equal(await retryDelivery(sql, tenant, hook.id, row.id, Date.now()), 'not_failed');
+  t.equal(await hooks.retryDelivery(hook.id, row.id, Date.now()), 'not_failed');
   await waitFor(() => rx.received.length === 3, 10_000);
-  await waitFor(async () => (await getDelivery(sql, tenant, hook.id, row.id))!.delivery.status === 'success');
+  await waitFor(async () => (await hooks.delivery(hook.id, row.id))!.delivery.status === 'success');
   t.equal(rx.received[2]!.headers['x-svc-delivery'], row.id);
 });
 
@@ -136,8 +135,8 @@ t.test('concurrent deliveries keep the webhook counters exact', async (t) => {
     const { recordEvent } = await import('../../src/events/outbox.js');
     for (let i = 0; i < 40; i++) await recordEvent(tx, { tenantId: tenant, event: 'auth.login', data: { user_id: `u${i}` } });
   });
-  await waitFor(async () => Number((await getWebhook(sql, tenant, hook.id))!.total_deliveries) === 40, 20_000);
-  const w = (await getWebhook(sql, tenant, hook.id))!;
+  await waitFor(async () => Number((await hooks.get(hook.id))!.total_deliveries) === 40, 20_000);
+  const w = (await hooks.get(hook.id))!;
   t.equal(Number(w.failed_deliveries), 10);
   t.equal(rx.received.length, 40);
 });

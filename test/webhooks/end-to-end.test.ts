@@ -43,7 +43,8 @@ t.test('admin creates and suspends a user; the receiver gets user.created and us
     const expected = createHmac('sha256', hook.secret).update(`${r.headers['x-svc-timestamp']}.${r.body}`).digest('hex');
     t.equal(r.headers['x-svc-signature'], `sha256=${expected}`, 'signature verifies with the secret from creation');
   }
-  res = await admin('GET', `/api/admin/webhooks/${hook.id}/deliveries`);
-  const deliveries = await j(res);
-  t.equal(deliveries.items.filter((d: { status: string }) => d.status === 'success').length, 2, 'both deliveries recorded as successful');
+  // The receiver sees a request before the worker records its outcome: wait for the recorded state.
+  const succeeded = async () => (await j(await admin('GET', `/api/admin/webhooks/${hook.id}/deliveries`))).items.filter((d: { status: string }) => d.status === 'success').length;
+  await waitFor(async () => (await succeeded()) >= 2, 20_000, 100).catch(() => {});
+  t.equal(await succeeded(), 2, 'both deliveries recorded as successful');
 });

@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../../src/config.js';
 import { recordEvent, type DomainEvent } from '../../src/events/outbox.js';
 import { createSql, type Sql } from '../../src/store/sql.js';
-import { insertWebhook, newWebhookId, type WebhookInput, type WebhookRow } from '../../src/webhooks/repository.js';
+import { newId } from '../../src/store/ids.js';
+import { WebhookRepository, type WebhookFields, type WebhookRow } from '../../src/store/webhooks.js';
+import { sealWebhookSecret } from '../../src/webhooks/secret-box.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
@@ -49,10 +51,15 @@ export function testSql(config: Config): Sql {
   return createSql(config, { max: 4 });
 }
 
-export async function addWebhook(sql: Sql, config: Config, tenantId: string, input: Partial<WebhookInput> & { url: string }): Promise<WebhookRow> {
-  return insertWebhook(sql, tenantId, newWebhookId(), {
-    name: 'test hook', events: ['user.created'], secret: 'whsec_test_secret_0123456789', ...input,
-  }, config.keyEncryptionKey, Date.now());
+/** The webhooks repository of a tenant, on the pool. */
+export function hooksOf(sql: Sql, tenantId: string): WebhookRepository {
+  return new WebhookRepository(sql, tenantId);
+}
+
+export async function addWebhook(sql: Sql, config: Config, tenantId: string, input: Partial<WebhookFields> & { url: string; secret?: string }): Promise<WebhookRow> {
+  const { secret = 'whsec_test_secret_0123456789', ...fields } = input;
+  const id = newId('wh');
+  return hooksOf(sql, tenantId).insert(id, { name: 'test hook', events: ['user.created'], ...fields }, sealWebhookSecret(config.keyEncryptionKey, tenantId, id, secret));
 }
 
 /** Commits one event the way features do: inside their own transaction. */

@@ -1,0 +1,85 @@
+import type { Sql } from './sql.js';
+import type { RequestBody, WebhookRow } from './webhooks.js';
+
+/** An undispatched outbox row. */
+export interface OutboxEvent { id: number; tenant_id: string; event: string; data: Record<string, unknown>; occurred_at: number }
+
+/** What the fan-out needs of an active webhook. */
+export type FanOutHook = Pick<WebhookRow, 'tenant_id' | 'id' | 'events' | 'filters' | 'max_retries'>;
+
+/** A delivery the fan-out decided on; it always carries the tenant of its event and webhook. */
+export interface NewDelivery { tenant_id: string; id: string; webhook_id: string; outbox_id: number; event: string; max_attempt: number; request_body: RequestBody }
+
+/** A pending attempt, named by tenant and delivery: what one queue job carries. */
+export interface Unqueued { tenant_id: string; id: string; attempt: number; next_attempt_at: number }
+
+/**
+ * The background path of webhook delivery, for the outbox relay only: it works across tenants by
+ * design (one outbox and one queue per deployment), so it is not a tenant repository and no request
+ * handler uses it. Every row it writes is keyed by the tenant of its event; whatever touches one
+ * delivery of a known tenant goes through WebhookRepository (./webhooks.ts) instead.
+ */
+export class CrossTenantDeliveries {
+  constructor(private readonly sql: Sql) {}
+
+  /**
+   * Fans out up to `batch` undispatched outbox rows in one transaction: `plan` picks the deliveries
+   * from the rows and the active webhooks of their tenants, which are inserted (once per webhook and
+   * outbox row), and the rows are marked dispatched. Rows locked by another relay are skipped.
+   * Returns how many outbox rows were handled.
+   */
+  fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[]): Promise<number> {
+    return this.sql.begin(async (tx) => {
+      const events = await tx<OutboxEvent[]>`
+        select id, tenant_id, event, data, occurred_at from event_outbox
+        where dispatched_at is null order by id limit ${batch} for update skip locked`;
+      if (!events.length) return 0;
+      const tenants = [...new Set(events.map((e) => e.tenant_id))];
+      const hooks = await tx<FanOutHook[]>`
+        select tenant_id, id, events, filters, max_retries from webhooks
+        where tenant_id = any(${tenants}::text[]) and status = 'active'`;
+      const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs }));
+      for (let i = 0; i < rows.length; i += 1000) {
+        await tx`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at')}
+          on conflict (tenant_id, webhook_id, outbox_id) do nothing`;
+      }
+      // Same lock order in every relay (sorted keys), so two relays never deadlock on webhook rows.
+      const triggered = new Map(rows.map((r) => [`${r.tenant_id}\0${r.webhook_id}`, r]));
+      for (const [, r] of [...triggered.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+        await tx`update webhooks set last_triggered_at = greatest(coalesce(last_triggered_at, 0), ${nowMs})
+          where tenant_id = ${r.tenant_id} and id = ${r.webhook_id}`;
+      }
+      await tx`update event_outbox set dispatched_at = ${nowMs} where id = any(${events.map((e) => String(e.id))}::text[]::bigint[])`;
+      return events.length;
+    }) as Promise<number>;
+  }
+
+  /** Pending deliveries whose current attempt is not (known to be) in the queue. */
+  unqueued(limit: number): Promise<Unqueued[]> {
+    return this.sql<Unqueued[]>`
+      select tenant_id, id, attempt, next_attempt_at from webhook_deliveries
+      where status = 'pending' and queued_at is null order by next_attempt_at limit ${limit}`;
+  }
+
+  /** Marks attempts as enqueued, each by (tenant, delivery, attempt); one that has moved on since (or was reset) is left alone. */
+  async markQueued(items: Unqueued[], nowMs: number): Promise<void> {
+    if (!items.length) return;
+    await this.sql`
+      update webhook_deliveries d set queued_at = ${nowMs}
+      from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => String(i.attempt))}::text[]::int[]) as u(tenant_id, id, attempt)
+      where d.tenant_id = u.tenant_id and d.id = u.id and d.attempt = u.attempt and d.status = 'pending'`;
+  }
+
+  /** After the queue's Redis lost its data: every pending delivery must be enqueued again. */
+  async resetQueued(): Promise<number> {
+    const r = await this.sql`update webhook_deliveries set queued_at = null where status = 'pending' and queued_at is not null`;
+    return r.count;
+  }
+
+  /** Pending attempts due before `beforeMs` and marked queued: candidates for a per-job existence check. */
+  overdue(beforeMs: number, limit: number): Promise<Unqueued[]> {
+    return this.sql<Unqueued[]>`
+      select tenant_id, id, attempt, next_attempt_at from webhook_deliveries
+      where status = 'pending' and queued_at is not null and next_attempt_at < ${beforeMs} order by next_attempt_at limit ${limit}`;
+  }
+}
