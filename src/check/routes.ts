@@ -1,6 +1,7 @@
 import { hasPermission } from '../admin/permissions.js';
 import type { Deps } from '../deps.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
+import { bearerToken } from '../http/bearer.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Route } from '../http/types.js';
 import { getUser } from '../users/repository.js';
@@ -12,9 +13,9 @@ interface CheckAnswer { user_id: string; permission: string; allowed: boolean; r
 
 /** Authenticates the check API key, checks the operation is allowed, then charges its rate limit. */
 async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op: Operation, cost: number): Promise<CheckKeyRow> {
-  const auth = req.headers.authorization;
-  if (!auth?.startsWith('Bearer ')) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
-  const key = await findCheckKey(deps.sql, hashKey, auth.slice(7).trim());
+  const presented = bearerToken(req);
+  if (presented === undefined) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
+  const key = await findCheckKey(deps.sql, hashKey, presented);
   if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) throw new Unauthorized('unauthorized', 'The check API key is not valid.');
   if (!key.allowed_operations.includes(op)) throw new Forbidden('forbidden', `This key may not use the ${op} operation.`);
   await consume(deps.redis, key.id, key.rate_limit_tier, cost);
