@@ -1,17 +1,89 @@
 /**
- * Typed errors and the single mapping from any thrown value to the spec's error body.
- * Only AppError subclasses are exposed to clients; everything else becomes 500 internal_error.
+ * Typed errors, the one table of error codes they draw on, and the single mapping from any thrown
+ * value to the spec's error body. Only AppError subclasses are exposed to clients; everything else
+ * becomes 500 internal_error.
  */
 
 export type Details = Record<string, string[]>;
 
+/** Where a code is defined: the interface spec's Errors part, or the OAuth/OpenID document it comes from. */
+type Source = 'spec' | 'RFC 6749' | 'RFC 8707' | 'OpenID Connect Core';
+
+interface CodeInfo { status: number; description: string; source: Source }
+
+/**
+ * Every error code the service answers, in an error body or an OAuth error redirect, with the status
+ * it is answered with and the text used when the thrower gives none. A few classes answer a code
+ * with another status (405 and 413 are invalid_request; an introspection refused to a client is 403
+ * unauthorized_client). test/http/error-codes.test.ts holds this table to the spec's list.
+ */
+export const ERROR_CODES = {
+  // The spec's table (interface-spec.md, Errors), in its order.
+  invalid_request: { status: 400, description: 'The request is malformed.', source: 'spec' },
+  invalid_json: { status: 400, description: 'The request body is not valid JSON.', source: 'spec' },
+  flow_inactive: { status: 400, description: 'The flow is not active.', source: 'spec' },
+  job_cancelled: { status: 400, description: 'The job was cancelled.', source: 'spec' },
+  unauthorized: { status: 401, description: 'Authentication is required.', source: 'spec' },
+  token_expired: { status: 401, description: 'The access token has expired.', source: 'spec' },
+  token_revoked: { status: 401, description: 'The access token has been revoked.', source: 'spec' },
+  forbidden: { status: 403, description: 'You are not allowed to do this.', source: 'spec' },
+  insufficient_scope: { status: 403, description: 'The access token lacks a required scope.', source: 'spec' },
+  user_suspended: { status: 403, description: 'The user is suspended.', source: 'spec' },
+  user_locked: { status: 403, description: 'The user is locked.', source: 'spec' },
+  client_disabled: { status: 403, description: 'The application is disabled.', source: 'spec' },
+  not_found: { status: 404, description: 'The resource does not exist.', source: 'spec' },
+  user_not_found: { status: 404, description: 'The user does not exist.', source: 'spec' },
+  client_not_found: { status: 404, description: 'The application does not exist.', source: 'spec' },
+  organization_not_found: { status: 404, description: 'The organization does not exist.', source: 'spec' },
+  role_not_found: { status: 404, description: 'The role does not exist.', source: 'spec' },
+  policy_not_found: { status: 404, description: 'The policy does not exist.', source: 'spec' },
+  flow_not_found: { status: 404, description: 'The flow does not exist.', source: 'spec' },
+  job_not_found: { status: 404, description: 'The job does not exist.', source: 'spec' },
+  conflict: { status: 409, description: 'The request conflicts with the current state.', source: 'spec' },
+  email_already_exists: { status: 409, description: 'A user with this email address already exists.', source: 'spec' },
+  client_id_already_exists: { status: 409, description: 'An application with this client id already exists.', source: 'spec' },
+  role_already_assigned: { status: 409, description: 'The role is already assigned.', source: 'spec' },
+  validation_error: { status: 422, description: 'The request failed validation.', source: 'spec' },
+  invalid_email: { status: 422, description: 'The email address is not valid.', source: 'spec' },
+  invalid_password: { status: 422, description: 'The password is not acceptable.', source: 'spec' },
+  import_failed: { status: 422, description: 'The import failed.', source: 'spec' },
+  rate_limit_exceeded: { status: 429, description: 'Too many requests.', source: 'spec' },
+  internal_error: { status: 500, description: 'An unexpected error occurred.', source: 'spec' },
+  job_failed: { status: 500, description: 'The job failed.', source: 'spec' },
+  export_failed: { status: 500, description: 'The export failed.', source: 'spec' },
+  database_error: { status: 500, description: 'The database failed to answer.', source: 'spec' },
+  service_unavailable: { status: 503, description: 'The service is temporarily unavailable.', source: 'spec' },
+  timeout: { status: 504, description: 'The request timed out.', source: 'spec' },
+  // The OAuth endpoints' own codes (RFC 6749 4.1.2.1 and 5.2, RFC 8707, OpenID Connect Core 3.1.2.6).
+  invalid_client: { status: 401, description: 'Client authentication failed.', source: 'RFC 6749' },
+  invalid_grant: { status: 400, description: 'The grant is invalid, expired or revoked.', source: 'RFC 6749' },
+  invalid_scope: { status: 400, description: 'The requested scope is invalid.', source: 'RFC 6749' },
+  unauthorized_client: { status: 400, description: 'The client may not use this grant.', source: 'RFC 6749' },
+  unsupported_grant_type: { status: 400, description: 'The grant type is not supported.', source: 'RFC 6749' },
+  unsupported_response_type: { status: 400, description: 'The response type is not supported.', source: 'RFC 6749' },
+  access_denied: { status: 403, description: 'The user or server denied the request.', source: 'RFC 6749' },
+  invalid_target: { status: 400, description: 'The requested audience or resource is not allowed.', source: 'RFC 8707' },
+  login_required: { status: 400, description: 'The user is not signed in.', source: 'OpenID Connect Core' },
+  consent_required: { status: 400, description: 'The user has not consented.', source: 'OpenID Connect Core' },
+  request_not_supported: { status: 400, description: 'The request parameter is not supported.', source: 'OpenID Connect Core' },
+  request_uri_not_supported: { status: 400, description: 'The request_uri parameter is not supported.', source: 'OpenID Connect Core' },
+} as const satisfies Record<string, CodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+/** The codes answered with a given status: a class for 404 takes only the 404 codes. */
+export type CodeWithStatus<S extends number> = { [K in ErrorCode]: (typeof ERROR_CODES)[K]['status'] extends S ? K : never }[ErrorCode];
+/** The codes of the OAuth endpoints' dialect (RFC 6749 5.2 and its extensions, plus invalid_request). */
+export type OAuthCode = 'invalid_request' | { [K in ErrorCode]: (typeof ERROR_CODES)[K]['source'] extends 'spec' ? never : K }[ErrorCode];
+
+const describe = (code: ErrorCode): string => ERROR_CODES[code].description;
+
 export class AppError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details: Details | undefined;
   readonly retryAfter: number | undefined;
   readonly headers: Record<string, string> | undefined;
-  constructor(status: number, code: string, description: string, opts: { details?: Details; retryAfter?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(status: number, code: ErrorCode, description: string = describe(code), opts: { details?: Details; retryAfter?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
     // An AppError is an expected outcome answered to the client (a third of a token-exchange mix is
     // 400s): capturing a stack costs more than the answer and nobody reads it. A cause keeps its own.
     const limit = Error.stackTraceLimit;
@@ -28,44 +100,44 @@ export class AppError extends Error {
 }
 
 export class InvalidRequest extends AppError {
-  constructor(description = 'The request is malformed.', details?: Details) { super(400, 'invalid_request', description, details ? { details } : {}); }
+  constructor(description = describe('invalid_request'), details?: Details) { super(400, 'invalid_request', description, details ? { details } : {}); }
 }
 export class InvalidJson extends AppError {
-  constructor() { super(400, 'invalid_json', 'The request body is not valid JSON.'); }
+  constructor() { super(400, 'invalid_json'); }
 }
 /** Schema violation: 422 validation_error on the admin interface, 400 invalid_request on OAuth endpoints. */
 export class ValidationError extends AppError {
-  constructor(details: Details, description = 'The request failed validation.') { super(422, 'validation_error', description, { details }); }
+  constructor(details: Details, description = describe('validation_error')) { super(422, 'validation_error', description, { details }); }
 }
 export class Unauthorized extends AppError {
-  constructor(code: 'unauthorized' | 'token_expired' | 'token_revoked' = 'unauthorized', description = 'Authentication is required.') {
+  constructor(code: Exclude<CodeWithStatus<401>, 'invalid_client'> = 'unauthorized', description = describe(code)) {
     super(401, code, description, { headers: { 'WWW-Authenticate': 'Bearer' } });
   }
 }
 export class Forbidden extends AppError {
-  constructor(code: 'forbidden' | 'insufficient_scope' | 'user_suspended' | 'user_locked' | 'client_disabled' = 'forbidden', description = 'You are not allowed to do this.') {
+  constructor(code: Exclude<CodeWithStatus<403>, 'access_denied'> = 'forbidden', description = describe(code)) {
     super(403, code, description);
   }
 }
 export class NotFound extends AppError {
-  constructor(code = 'not_found', description = 'The resource does not exist.') { super(404, code, description); }
+  constructor(code: CodeWithStatus<404> = 'not_found', description = describe(code)) { super(404, code, description); }
 }
 export class MethodNotAllowed extends AppError {
   constructor(allow: string[]) { super(405, 'invalid_request', 'The method is not allowed on this resource.', { headers: { Allow: allow.join(', ') } }); }
 }
 export class Conflict extends AppError {
-  constructor(code = 'conflict', description = 'The request conflicts with the current state.') { super(409, code, description); }
+  constructor(code: CodeWithStatus<409> = 'conflict', description = describe(code)) { super(409, code, description); }
 }
 export class PayloadTooLarge extends AppError {
   constructor(limit: number) { super(413, 'invalid_request', `The request body exceeds ${limit} bytes.`); }
 }
 export class RateLimited extends AppError {
-  constructor(retryAfter: number, description = 'Too many requests.') {
+  constructor(retryAfter: number, description = describe('rate_limit_exceeded')) {
     super(429, 'rate_limit_exceeded', description, { retryAfter, headers: { 'Retry-After': String(retryAfter) } });
   }
 }
 export class ServiceUnavailable extends AppError {
-  constructor(description = 'The service is temporarily unavailable.', retryAfter = 1, cause?: unknown) {
+  constructor(description = describe('service_unavailable'), retryAfter = 1, cause?: unknown) {
     super(503, 'service_unavailable', description, { retryAfter, headers: { 'Retry-After': String(retryAfter) }, cause });
   }
 }
@@ -76,9 +148,8 @@ export class Overloaded extends ServiceUnavailable {
 
 /** RFC 6749 section 5.2 errors of the OAuth endpoints, carried inside the spec's error body. */
 export class OAuthError extends AppError {
-  constructor(code: 'invalid_request' | 'invalid_grant' | 'invalid_scope' | 'invalid_target' | 'unauthorized_client' | 'unsupported_grant_type' | 'unsupported_token_type' | 'invalid_client' | 'access_denied' | 'login_required' | 'invalid_dpop_proof',
-    description: string, status = 400) {
-    super(code === 'invalid_client' ? 401 : status, code, description,
+  constructor(code: OAuthCode, description: string = describe(code), status: number = ERROR_CODES[code].status) {
+    super(status, code, description,
       code === 'invalid_client' ? { headers: { 'WWW-Authenticate': 'Basic realm="svc", charset="UTF-8"' } } : {});
   }
 }
@@ -96,17 +167,18 @@ export interface ErrorReply {
 /** The one place errors become HTTP: status, headers and the spec's body for the given interface. */
 export function toErrorReply(err: unknown, iface: Interface): ErrorReply {
   if (!(err instanceof AppError)) {
+    const description = describe('internal_error');
     return {
-      status: 500, headers: undefined, unexpected: true,
+      status: ERROR_CODES.internal_error.status, headers: undefined, unexpected: true,
       body: iface === 'admin'
-        ? { error: 'internal_error', error_description: 'An unexpected error occurred.', message: 'An unexpected error occurred.' }
-        : { error: 'internal_error', error_description: 'An unexpected error occurred.' },
+        ? { error: 'internal_error', error_description: description, message: description }
+        : { error: 'internal_error', error_description: description },
     };
   }
   let status = err.status;
-  let code = err.code;
+  let code: ErrorCode = err.code;
   // RFC 6749 5.2: OAuth endpoints report malformed parameters as invalid_request (400).
-  if (iface === 'oauth' && code === 'validation_error') { status = 400; code = 'invalid_request'; }
+  if (iface === 'oauth' && code === 'validation_error') { code = 'invalid_request'; status = ERROR_CODES[code].status; }
   const body: Record<string, unknown> = { error: code, error_description: err.message };
   if (iface === 'admin') body.message = err.message;
   if (err.details) body.details = err.details;

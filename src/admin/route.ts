@@ -1,8 +1,8 @@
 import type { Deps } from '../deps.js';
 import { AppError } from '../errors.js';
-import type { SchemaTypes } from '../generated/types.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
+import { decodeCursor, page, type Cursor } from '../store/cursor.js';
 import type { TenantStore } from '../store/index.js';
 import type { AuditSeverity } from '../store/audit-log.js';
 import type { TxSql } from '../store/sql.js';
@@ -10,9 +10,7 @@ import type { TenantMode } from './checks/resolve-tenant.js';
 import { adminContext } from './context.js';
 import type { AdminContext } from './types.js';
 
-export type SchemaId = keyof SchemaTypes;
-/** The validated value of a schema, or nothing when the route declares none. */
-type Data<S> = S extends SchemaId ? SchemaTypes[S] : undefined;
+import type { Data, SchemaId } from '../http/route.js';
 type Method = Route['method'];
 
 /** What the mutation's audit entry records, declared once per route. */
@@ -156,4 +154,26 @@ export function adminRoute<B extends SchemaId | undefined = undefined, Q extends
       return reply;
     },
   };
+}
+
+/** A list endpoint's handler: one keyset page of the repository's rows, each through `view`. */
+export function listed<Q extends { limit: number; cursor?: string | undefined }, R extends { created_at: number | string; id: string }>(
+  load: (store: TenantStore, q: Omit<Q, 'cursor'> & { cursor: Cursor | undefined }) => Promise<R[]>, view: (r: R) => unknown,
+): (call: { store: TenantStore; query: Q }) => Promise<Reply> {
+  return async ({ store, query }) => {
+    const p = page(await load(store, { ...query, cursor: decodeCursor(query.cursor) }), query.limit);
+    return { body: { items: p.items.map(view), cursor: p.next } };
+  };
+}
+
+/** A get-by-id handler: the row named by the path's `param` through `view`, or the resource's 404. */
+export function fetched<R>(load: (store: TenantStore, id: string) => Promise<R | null>, view: (r: R) => unknown, notFound: () => Error, param = 'id')
+  : (call: { store: TenantStore; params: Record<string, string> }) => Promise<Reply> {
+  return async ({ store, params }) => ({ body: view(found(await load(store, params[param]!), notFound)) });
+}
+
+/** The row, or the resource's 404. */
+export function found<R>(row: R | null | undefined, notFound: () => Error): R {
+  if (row === null || row === undefined) throw notFound();
+  return row;
 }

@@ -2,7 +2,9 @@ import { hasPermission } from '../admin/permissions.js';
 import type { Deps } from '../deps.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
 import type { SchemaTypes } from '../generated/types.js';
+import { bearerToken } from '../http/bearer.js';
 import type { HttpRequest } from '../http/request.js';
+import { route } from '../http/route.js';
 import type { Route } from '../http/types.js';
 import type { CheckKeyRow } from '../store/check-api-keys.js';
 import { checkKeyHashKey, findPresentedKey, type Operation } from './keys.js';
@@ -13,9 +15,9 @@ type CheckAnswer = SchemaTypes['check.check-result'];
 
 /** Authenticates the check API key, checks the operation is allowed, then charges its rate limit. */
 async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op: Operation, cost: number): Promise<CheckKeyRow> {
-  const auth = req.headers.authorization;
-  if (!auth?.startsWith('Bearer ')) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
-  const key = await findPresentedKey(deps.sql, hashKey, auth.slice(7).trim());
+  const presented = bearerToken(req);
+  if (presented === undefined) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
+  const key = await findPresentedKey(deps.sql, hashKey, presented);
   if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) throw new Unauthorized('unauthorized', 'The check API key is not valid.');
   if (!key.allowed_operations.includes(op)) throw new Forbidden('forbidden', `This key may not use the ${op} operation.`);
   await consume(deps.redis, key.id, key.rate_limit_tier, cost);
@@ -46,25 +48,23 @@ async function answer(deps: Deps, tenantId: string, items: CheckItem[]): Promise
 export function checkRoutes(deps: Deps): Route[] {
   const hashKey = checkKeyHashKey(deps.config.keyEncryptionKey);
   return [
-    {
+    route({
       method: 'POST', path: '/api/check', iface: 'admin', body: 'json', bodySchema: 'check.check-request',
       doc: { summary: 'Whether a user holds a permission (check API key with the check operation; rate-limited by tier)', tags: ['check'], responses: { 200: 'check.check-result' }, errors: [401, 403, 404, 422, 429], security: 'apikey' },
-      handler: async (req) => {
-        const item: CheckItem = req.data;
+      handler: async ({ req, body }) => {
         const key = await authenticateKey(deps, hashKey, req, 'check', 1);
-        const [a] = await answer(deps, key.tenant_id, [item]);
+        const [a] = await answer(deps, key.tenant_id, [body]);
         if (!a || a.reason === 'user_not_found') throw new NotFound('user_not_found', 'No such user in this tenant.');
         return { body: a };
       },
-    },
-    {
+    }),
+    route({
       method: 'POST', path: '/api/check/batch', iface: 'admin', body: 'json', bodySchema: 'check.check-batch-request',
       doc: { summary: 'Up to 100 checks at once (operation batch; each check counts against the rate limit)', tags: ['check'], responses: { 200: 'check.check-batch-result' }, errors: [401, 403, 422, 429], security: 'apikey' },
-      handler: async (req) => {
-        const { checks: items }: SchemaTypes['check.check-batch-request'] = req.data;
-        const key = await authenticateKey(deps, hashKey, req, 'batch', items.length);
-        return { body: { results: await answer(deps, key.tenant_id, items) } };
+      handler: async ({ req, body }) => {
+        const key = await authenticateKey(deps, hashKey, req, 'batch', body.checks.length);
+        return { body: { results: await answer(deps, key.tenant_id, body.checks) } };
       },
-    },
+    }),
   ];
 }

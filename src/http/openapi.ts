@@ -31,14 +31,17 @@ export function buildOpenApi(routes: Route[], issuer: string, version: string): 
       op.requestBody = { required: true, content: { [type]: { schema: ref(r.bodySchema) } } };
     }
     const responses: Record<string, unknown> = {};
+    // A route that serves pages answers browsers in HTML, success and error alike (negotiate.ts).
+    const page = r.html ? { 'text/html': { schema: { type: 'string' } } } : {};
     for (const [status, id] of Object.entries(r.doc.responses ?? { 200: null })) {
-      responses[status] = id ? { description: 'Success', content: { 'application/json': { schema: ref(id) } } } : { description: 'Success' };
+      const content = { ...(id ? { 'application/json': { schema: ref(id) } } : {}), ...(Number(status) < 300 ? page : {}) };
+      responses[status] = Object.keys(content).length ? { description: 'Success', content } : { description: 'Success' };
     }
     const errs = new Set<number>(r.doc.errors ?? []);
     if (r.bodySchema || r.querySchema) errs.add(r.iface === 'admin' ? 422 : 400);
     if (r.doc.security && r.doc.security !== 'none') errs.add(401);
     if (r.doc.permission) errs.add(403);
-    for (const s of [...errs].sort()) responses[String(s)] = { description: ERROR_TEXT[s] ?? 'Error', content: { 'application/json': { schema: ref('common.error') } } };
+    for (const s of [...errs].sort()) responses[String(s)] = { description: ERROR_TEXT[s] ?? 'Error', content: { 'application/json': { schema: ref('common.error') }, ...page } };
     op.responses = responses;
     const sec = r.doc.security;
     if (sec === 'basic') op.security = [{ clientBasic: [] }];

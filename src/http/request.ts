@@ -9,10 +9,13 @@ export class HttpRequest {
   params: Record<string, string> = NO_PARAMS;
   body: Buffer = EMPTY;
   aborted = false;
-  /** Validated body, set by the router when the route names a schema. */
-  data: any = undefined;
-  /** Validated query, set by the router when the route names a query schema. */
-  queryData: any = undefined;
+  /**
+   * Parsed body (validated when the route names a schema), set by the server before the handler runs.
+   * Unknown here: route() and adminRoute() hand handlers the type their schema gives it.
+   */
+  data: unknown = undefined;
+  /** Parsed and validated query, set by the server when the route names a query schema. */
+  queryData: unknown = undefined;
   private _cookies: Record<string, string> | undefined;
   private _ip: string | undefined;
 

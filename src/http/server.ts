@@ -9,6 +9,8 @@ import { HttpRequest } from './request.js';
 import type { Router } from './router.js';
 import type { Reply, Route } from './types.js';
 import { responseValidators } from '../generated/index.js';
+import { wantsJson } from './negotiate.js';
+import { errorReply } from './pages.js';
 import { errorDetails, validate, validatorFor } from './validate.js';
 
 /** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
@@ -216,20 +218,14 @@ export class HttpServer {
     observe(label, req.method, out.status, started);
     if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, method: req.method, route: label, status: out.status, error_code: out.body.error }, 'request');
     if (req.aborted) return;
-    const html = route?.html === true;
+    // Pages answer a browser with the error page; everything else, and API clients of pages, get JSON.
+    const reply = errorReply(out, route?.html === true && !wantsJson(req));
     res.cork(() => {
       res.writeStatus(STATUS_LINES[out.status] ?? String(out.status));
       res.writeHeader('X-Request-ID', req.requestId);
-      res.writeHeader('Cache-Control', 'no-store');
-      if (out.headers) for (const k in out.headers) res.writeHeader(k, out.headers[k]!);
-      if (html) {
-        res.writeHeader('Content-Type', 'text/html; charset=utf-8');
-        res.writeHeader('Content-Security-Policy', "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'");
-        res.end(errorPage(out.status, String(out.body.error_description)), closeConnection);
-      } else {
-        res.writeHeader('Content-Type', 'application/json');
-        res.end(JSON.stringify(out.body), closeConnection);
-      }
+      if (reply.type) res.writeHeader('Content-Type', reply.type);
+      if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
+      res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body), closeConnection);
     });
   }
 }
@@ -264,23 +260,44 @@ function prepare(req: HttpRequest, route: Route): void {
   }
 }
 
-/** The test suite's guard: a reply must match the schema its route documents for that status. */
+/**
+ * The test suite's guard: a JSON reply must match the schema its route documents for that status,
+ * and an error a handler answers itself (pages render their own) must be the spec's error body.
+ * Pages and other non-JSON bodies are not described by schemas and pass as they are.
+ */
 function checkReply(route: Route, reply: Reply): void {
   const responses = route.doc?.responses;
   if (!responses) return;
+  const where = `${route.method} ${route.path}`;
   const status = reply.status ?? 200;
-  // A page or API answering an error itself (rather than throwing) still owes the spec's error body.
-  const id = status >= 400 ? (typeof reply.body === 'object' && reply.body !== null && !Buffer.isBuffer(reply.body) ? 'common.error' : null) : responses[status];
-  if (id === undefined) throw new Error(`${route.method} ${route.path} answered ${status}, which its documentation does not list`);
-  if (status === 204 && reply.body !== undefined && reply.body !== null) throw new Error(`${route.method} ${route.path} answered a body with 204`);
-  // Pages and redirects document no JSON schema; their bodies are strings.
-  if (id === null || typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) return;
-  const v = responseValidators[id];
-  if (!v) throw new Error(`${route.method} ${route.path}: no response schema ${id}`);
-  // Round-trip through JSON: the client sees what JSON.stringify makes of the value.
-  if (!v(JSON.parse(JSON.stringify(reply.body ?? null)))) {
-    throw new Error(`${route.method} ${route.path} reply does not match ${id}: ${JSON.stringify(errorDetails(v.errors ?? []))}`);
+  const body = jsonOf(reply);
+  if (status >= 400) {
+    if (body !== NOT_JSON && body !== null) holdTo(where, 'common.error', body);
+    return;
   }
+  const id = responses[status];
+  if (id === undefined) throw new Error(`${where} answered ${status}, which its documentation does not list`);
+  if (id === null) {
+    if (body !== NOT_JSON && body !== null) throw new Error(`${where} answered a JSON body with ${status}, documented as empty`);
+    return;
+  }
+  if (body !== NOT_JSON) holdTo(where, id, body);
+}
+
+const NOT_JSON = Symbol('not JSON');
+
+/** The reply's body as the client parses it: objects round-trip through JSON, JSON text is parsed; null when there is none. */
+function jsonOf(reply: Reply): unknown {
+  const b = reply.body;
+  if (b === undefined || b === null) return null;
+  if (typeof b === 'string' || Buffer.isBuffer(b)) return reply.type?.startsWith('application/json') ? JSON.parse(b.toString()) : NOT_JSON;
+  return JSON.parse(JSON.stringify(b));
+}
+
+function holdTo(where: string, id: string, body: unknown): void {
+  const v = responseValidators[id];
+  if (!v) throw new Error(`${where}: no response schema ${id}`);
+  if (!v(body)) throw new Error(`${where} reply does not match ${id}: ${JSON.stringify(errorDetails(v.errors ?? []))}`);
 }
 
 interface RouteMetrics { duration: ReturnType<typeof httpDuration.labels>; byStatus: Map<number, ReturnType<typeof httpRequests.labels>> }
@@ -311,13 +328,4 @@ function redactedBody(req: HttpRequest): unknown {
   } catch {
     return '[unparseable]';
   }
-}
-
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
-function errorPage(status: number, description: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Error ${status}</title></head>` +
-    `<body><main><h1>Something went wrong</h1><p>${escapeHtml(description)}</p></main></body></html>`;
 }

@@ -39,7 +39,10 @@ export interface Route {
   querySchema?: string;
   /** Largest body accepted, defaults to the configured limit. */
   bodyLimit?: number;
-  /** Pages are served as HTML: errors render as HTML too. */
+  /**
+   * The route serves pages: its errors are the error page for a browser and JSON for an API client
+   * (negotiate.ts decides by the request). Routes without it always answer errors in JSON.
+   */
   html?: boolean;
   /**
    * Runs before the body and query are parsed and validated: credentials are checked first, so an

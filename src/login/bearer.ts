@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.js';
 import { Unauthorized } from '../errors.js';
+import { bearerToken } from '../http/bearer.js';
 import type { HttpRequest } from '../http/request.js';
 import { JwtError, type JwtPayload } from '../tokens/jwt.js';
 
@@ -8,11 +9,11 @@ import { JwtError, type JwtPayload } from '../tokens/jwt.js';
  * Only tokens issued to a user (a login, so carrying auth_time) qualify, not client_credentials tokens.
  */
 export async function userBearer(deps: Deps, req: HttpRequest): Promise<JwtPayload> {
-  const h = req.headers.authorization;
-  if (!h || !/^Bearer [A-Za-z0-9._~+/=-]+$/.test(h)) throw new Unauthorized('unauthorized', 'A Bearer access token is required.');
+  const token = bearerToken(req);
+  if (token === undefined) throw new Unauthorized('unauthorized', 'A Bearer access token is required.');
   let p: JwtPayload;
   try {
-    p = deps.tokens.accessTokens.verify(h.slice(7));
+    p = deps.tokens.accessTokens.verify(token);
   } catch (err) {
     if (err instanceof JwtError && err.reason === 'expired') throw new Unauthorized('token_expired', 'The access token has expired.');
     throw new Unauthorized('unauthorized', 'The access token is invalid.');

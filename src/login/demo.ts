@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
-import { esc, page } from './pages.js';
+import { escapeHtml as esc } from '../http/html.js';
+import { page } from '../http/pages.js';
 
 /**
  * The demo client's landing pages (the bootstrap `web` client redirects to ${issuer}/demo/callback), so

@@ -1,32 +1,6 @@
+import { escapeHtml as esc } from '../http/html.js';
+import { page } from '../http/pages.js';
 import type { Reply } from '../http/types.js';
-
-export function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
-/**
- * Security headers of every login page: no script at all, styles only from us, forms only to us (and,
- * on pages that end in a redirect to the client, to that client's origin, since Chromium applies
- * form-action to the redirects that follow a submission), never framed, never cached.
- */
-export function pageHeaders(formTargets: string[] = []): Record<string, string> {
-  const extra = formTargets.length ? ` ${[...new Set(formTargets)].join(' ')}` : '';
-  return {
-    'Content-Security-Policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'${extra}; frame-ancestors 'none'; base-uri 'none'`,
-    'X-Frame-Options': 'DENY',
-    'Cache-Control': 'no-store',
-    Pragma: 'no-cache',
-    'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'no-referrer',
-  };
-}
-
-export function page(title: string, body: string, opts: { status?: number; cookies?: string[]; formTargets?: string[] } = {}): Reply {
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<title>${esc(title)}</title><link rel="stylesheet" href="/login/assets/login.css"></head>` +
-    `<body><main><h1>${esc(title)}</h1>${body}</main></body></html>`;
-  return { status: opts.status ?? 200, type: 'text/html; charset=utf-8', headers: pageHeaders(opts.formTargets), cookies: opts.cookies, body: html };
-}
 
 const hidden = (name: string, value: string) => `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`;
 const alert = (msg?: string) => (msg ? `<p class="error" role="alert">${esc(msg)}</p>` : '');
@@ -53,10 +27,6 @@ export function consentPage(a: { clientName: string; email: string; scopes: stri
     `<form method="post" action="/authorize/consent">${hidden('csrf_token', a.csrf)}${hidden('interaction', a.interaction)}` +
     `<button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny">Deny</button></form>`,
   { cookies: a.cookies, formTargets: a.formTargets });
-}
-
-export function errorPage(status: number, description: string): Reply {
-  return page('Sign-in problem', `<p role="alert">${esc(description)}</p><p>Return to the application you came from and try again.</p>`, { status });
 }
 
 export function messagePage(title: string, text: string, opts: { cookies?: string[] } = {}): Reply {

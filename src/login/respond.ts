@@ -1,15 +1,10 @@
 import { AppError, InvalidRequest, toErrorReply } from '../errors.js';
+import { errorReply } from '../http/pages.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply } from '../http/types.js';
-import { errorPage } from './pages.js';
 
-/** API clients (Accept or Content-Type JSON) get JSON; browsers get pages. */
-export function wantsJson(req: HttpRequest): boolean {
-  const ct = req.headers['content-type'] ?? '';
-  if (ct.startsWith('application/json')) return true;
-  const accept = req.headers.accept ?? '';
-  return accept.includes('application/json') && !accept.includes('text/html');
-}
+/** API clients (JSON body, or Accept preferring JSON) get JSON; browsers get pages. The server decides the same way. */
+export { wantsJson } from '../http/negotiate.js';
 
 /** Body of a login endpoint: JSON from API clients, urlencoded form from browsers. */
 export function readBody(req: HttpRequest): { form: boolean; data: Record<string, unknown> } {
@@ -23,13 +18,13 @@ export function readBody(req: HttpRequest): { form: boolean; data: Record<string
   throw new InvalidRequest('Content-Type must be application/json or application/x-www-form-urlencoded.');
 }
 
-/** An expected failure as the caller wants it: the spec's JSON error body, or an error page. */
+/**
+ * An expected failure answered by the handler itself (it already knows whether it talks to a browser):
+ * the same JSON body or error page the server would send. Anything else is rethrown for the server.
+ */
 export function failure(err: unknown, json: boolean, iface: 'oauth' | 'public' = 'oauth'): Reply {
   if (!(err instanceof AppError)) throw err;
-  const out = toErrorReply(err, iface);
-  if (json) return { status: out.status, headers: { ...out.headers, 'Cache-Control': 'no-store' }, body: out.body };
-  const p = errorPage(out.status, String(out.body.error_description));
-  return { ...p, headers: { ...p.headers, ...out.headers } };
+  return errorReply(toErrorReply(err, iface), !json);
 }
 
 export function formString(data: Record<string, unknown>, name: string): string | undefined {

@@ -1,4 +1,4 @@
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+import { escapeHtml } from '../http/html.js';
 
 export interface RenderedMail { subject: string; text: string; html: string }
 

@@ -1,26 +1,42 @@
 import type { Deps } from '../deps.js';
 import { OAuthError, Overloaded } from '../errors.js';
+import type { FormToken } from '../generated/types.js';
+import { route } from '../http/route.js';
 import type { Route } from '../http/types.js';
 import { authenticateClient } from '../clients/authenticate.js';
+import { CLIENT_AUTH_PARAMS, type Grant } from './grants/grant.js';
 import { grants } from './grants/index.js';
 import { NO_STORE, type Form } from './params.js';
+
+/** The named parameters of the request, and only those: what the token endpoint passes on. */
+function pick(form: FormToken, names: readonly (keyof FormToken & string)[]): Form {
+  const out: Form = {};
+  for (const n of names) {
+    const v = form[n];
+    if (typeof v === 'string' || Array.isArray(v)) out[n] = v;
+  }
+  return out;
+}
+
+/** The parameters a grant declares; whatever else the client sent stays here. */
+export function grantInput(grant: Pick<Grant, 'params'>, form: FormToken): Form {
+  return pick(form, grant.params);
+}
 
 /** POST /token: authenticate the client, look the grant up by type, check the client may use it, run it. */
 export function tokenRoutes(deps: Deps): Route[] {
   const endpoint = `${deps.config.issuer}/token`;
-  return [{
+  return [route({
     method: 'POST', path: '/token', iface: 'oauth', body: 'form', bodySchema: 'form.token',
     doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
-    handler: async (req) => {
-      const form = req.data as Form;
-      const grantType = form.grant_type as string;
-      const grant = grants.get(grantType);
+    handler: async ({ req, body }) => {
+      const grant = grants.get(body.grant_type);
       // Before client authentication and any other work: a refusal under load should cost nothing.
       if (grant?.shedWhenBusy && !deps.tokens.signer.accepting()) throw new Overloaded();
-      const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form);
+      const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, pick(body, CLIENT_AUTH_PARAMS));
       if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
-      if (!client.grantTypes.includes(grantType)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
-      return { headers: NO_STORE, body: await grant.handle(deps, client, form, req) };
+      if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
+      return { headers: NO_STORE, body: await grant.handle(deps, client, grantInput(grant, body)) };
     },
-  }];
+  })];
 }

@@ -17,9 +17,9 @@ export function userinfoRoutes(deps: Deps): Route[] {
     if (user.name) body.name = user.name;
     return { headers: NO_STORE, body };
   };
-  const doc = { summary: 'OpenID Connect UserInfo', tags: ['login'], security: 'bearer' as const, errors: [401, 403] };
+  const doc = { summary: 'OpenID Connect UserInfo', tags: ['login'], security: 'bearer' as const, responses: { 200: 'oauth.userinfo' }, errors: [401, 403] };
   return [
     { method: 'GET', path: '/userinfo', iface: 'oauth', doc, handler },
-    { method: 'POST', path: '/userinfo', iface: 'oauth', body: 'none', handler },
+    { method: 'POST', path: '/userinfo', iface: 'oauth', body: 'none', doc, handler },
   ];
 }

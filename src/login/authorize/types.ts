@@ -1,4 +1,4 @@
-import { AppError } from '../../errors.js';
+import { AppError, type ErrorCode, type OAuthCode } from '../../errors.js';
 
 /** A validated authorization request (RFC 6749 4.1.1, OpenID Connect Core 3.1.2.1). */
 export interface AuthorizationRequest {
@@ -20,12 +20,12 @@ export type Query = Record<string, string | string[] | undefined>;
 
 /** An error that may be sent back to the (already validated) redirect URI as RFC 6749 4.1.2.1 parameters. */
 export class RedirectableError extends AppError {
-  constructor(readonly oauthCode: string, description: string) { super(400, oauthCode, description); }
+  constructor(readonly oauthCode: OAuthCode, description: string) { super(400, oauthCode, description); }
 }
 
 /** An error shown to the user as a page: the client or redirect URI cannot be trusted (never redirected). */
 export class PageError extends AppError {
-  constructor(description: string, status = 400, code = 'invalid_request') { super(status, code, description); }
+  constructor(description: string, status = 400, code: ErrorCode = 'invalid_request') { super(status, code, description); }
 }
 
 /** One single-valued query parameter; repetition is invalid (RFC 6749 3.1). */

@@ -33,6 +33,8 @@ function pkceMatches(verifier: string, challenge: string): boolean {
  */
 export const authorizationCode: Grant = {
   type: GRANT.authorizationCode,
+  // The scope is the one the user granted; a scope parameter here is not read (RFC 6749 4.1.3).
+  params: ['code', 'redirect_uri', 'code_verifier', 'audience', 'resource'],
   async handle(deps, client, form) {
     const code = required(form, 'code');
     const redemption = await redeemCode(deps.redis, code);

@@ -5,6 +5,7 @@ import { audClaim, narrowScope, resolveTargets, ttlFor, type Grant } from './gra
 /** RFC 6749 4.4. Machine principals' tokens also carry their permissions and tenant scopes. */
 export const clientCredentials: Grant = {
   type: GRANT.clientCredentials,
+  params: ['scope', 'audience', 'resource'],
   shedWhenBusy: true,
   async handle(deps, client, form) {
     const scope = narrowScope(one(form, 'scope'), client.scopes);

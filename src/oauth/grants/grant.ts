@@ -1,20 +1,33 @@
 import type { Client } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
-import type { HttpRequest } from '../../http/request.js';
 import { OAuthError } from '../../errors.js';
+import type { FormToken } from '../../generated/types.js';
 import type { Form } from '../params.js';
 import { many, scopeList } from '../params.js';
+
+/** The parameters of client authentication, which the token endpoint reads and no grant sees. */
+export const CLIENT_AUTH_PARAMS = ['client_id', 'client_secret', 'client_assertion_type', 'client_assertion'] as const;
+
+/** The parameters form.token names, without the index signature its open schema adds. */
+type Named<T> = keyof { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] };
+/** What a grant may declare: any form.token parameter but grant_type and client authentication. */
+export type GrantParam = Exclude<Named<FormToken>, 'grant_type' | (typeof CLIENT_AUTH_PARAMS)[number]>;
 
 /** Every grant module exports one of these; /token looks the grant up by grant_type and runs it. */
 export interface Grant {
   type: string;
+  /**
+   * The parameters the grant reads. The token endpoint hands it only these, so a parameter it does
+   * not declare (an RFC 6749 3.2 "unrecognised" one, or one meant for another grant) never reaches it.
+   */
+  params: readonly GrantParam[];
   /**
    * A one-shot issuance that is refused with 503 up front while the signing pool is behind. Grants
    * that finish a flow already under way (authorization_code, refresh_token) are always served, since
    * dropping them wastes the steps before.
    */
   shedWhenBusy?: boolean;
-  handle(deps: Deps, client: Client, form: Form, req: HttpRequest): Promise<Record<string, unknown>>;
+  handle(deps: Deps, client: Client, form: Form): Promise<Record<string, unknown>>;
 }
 
 /**

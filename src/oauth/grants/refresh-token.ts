@@ -16,6 +16,7 @@ async function revokeAccessJtis(deps: Deps, tenant: string, jtis: string[]): Pro
 /** RFC 6749 6 with rotation on every use and reuse detection (RFC 9700 4.14.2). */
 export const refreshToken: Grant = {
   type: GRANT.refreshToken,
+  params: ['refresh_token', 'scope'],
   async handle(deps, client, form) {
     const presented = required(form, 'refresh_token');
     const outcome = await consumeRefreshToken(deps.sql, presented, client.clientId);

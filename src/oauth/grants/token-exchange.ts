@@ -39,6 +39,7 @@ export async function verifyPresentedToken(deps: Deps, token: string, tenant: st
 /** RFC 8693 token exchange: validate subject (and actor), intersect scope, issue for the requested audience. */
 export const tokenExchange: Grant = {
   type: GRANT.tokenExchange,
+  params: ['subject_token', 'subject_token_type', 'actor_token', 'actor_token_type', 'requested_token_type', 'scope', 'audience', 'resource'],
   shedWhenBusy: true,
   async handle(deps, client, form) {
     const subjectToken = required(form, 'subject_token');
