@@ -4,7 +4,7 @@ import { Conflict, NotFound } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { newId } from '../store/ids.js';
 import { hashSecret } from '../tokens/secrets.js';
-import { adminRoute } from './route.js';
+import { adminRoute, fetched, found } from './route.js';
 
 const READ = 'admin:check-api-keys:read';
 const WRITE = 'admin:check-api-keys:write';
@@ -43,11 +43,7 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/check-api-keys/:id', permission: READ, tags,
       summary: 'Get a check API key record', response: { 200: 'admin.check-api-key' }, errors: [404],
-      handler: async ({ params, store }) => {
-        const k = await store.checkApiKeys.get(params.id!);
-        if (!k) throw notFound();
-        return { body: checkKeyView(k) };
-      },
+      handler: fetched((store, id) => store.checkApiKeys.get(id), checkKeyView, notFound),
     }),
     adminRoute(deps, {
       method: 'POST', path: '/api/admin/check-api-keys/:id/revoke', permission: WRITE, tags,
@@ -55,11 +51,9 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
       audit: { action: 'check_api_key.revoke', resourceType: 'check_api_key', severity: 'warn' },
       handler: async ({ params, mutate }) => {
         const k = await mutate(async (_tx, store) => {
-          const cur = await store.checkApiKeys.get(params.id!, true);
-          if (!cur) throw notFound();
+          const cur = found(await store.checkApiKeys.get(params.id!, true), notFound);
           if (!cur.is_active) throw new Conflict('conflict', 'The key is already revoked.');
-          const next = await store.checkApiKeys.revoke(cur.id);
-          if (!next) throw notFound();
+          const next = found(await store.checkApiKeys.revoke(cur.id), notFound);
           return { result: next, before: checkKeyView(cur), after: checkKeyView(next) };
         });
         return { body: checkKeyView(k) };

@@ -9,7 +9,7 @@ import { decodeCursor, page } from '../store/cursor.js';
 import { randomToken } from '../store/ids.js';
 import { hashSecret } from '../tokens/secrets.js';
 import { assertGrantable, assertScopesGrantable } from './escalation.js';
-import { adminRoute } from './route.js';
+import { adminRoute, fetched, found } from './route.js';
 import type { AdminContext } from './types.js';
 
 const READ = 'admin:clients:read';
@@ -44,8 +44,7 @@ function checkPatch(ctx: AdminContext, p: ClientPatch, authMethod: Client['authM
 
 /** The client, locked for the change; clients of machine principals are managed through the principal. */
 async function loadPlain(clients: ClientRepository, clientId: string): Promise<ClientRow> {
-  const cur = await clients.get(clientId, true);
-  if (!cur) throw clientNotFound();
+  const cur = found(await clients.get(clientId, true), clientNotFound);
   if (await clients.ownedByPrincipal(clientId)) throw new Conflict('conflict', 'This client belongs to a machine access principal; manage it there.');
   return cur;
 }
@@ -100,11 +99,7 @@ export function clientRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/clients/:clientId', permission: READ, tags,
       summary: 'Get a client (never its secret)', response: { 200: 'admin.client' }, errors: [404],
-      handler: async ({ params, store }) => {
-        const row = await store.clients.get(params.clientId!);
-        if (!row) throw clientNotFound();
-        return { body: clientView(row) };
-      },
+      handler: fetched((store, id) => store.clients.get(id), clientView, clientNotFound, 'clientId'),
     }),
     adminRoute(deps, {
       method: 'PUT', path: '/api/admin/clients/:clientId', permission: WRITE, tags, body: 'admin.client-update',
@@ -145,8 +140,7 @@ export function clientRoutes(deps: Deps): Route[] {
       handler: async ({ params, mutate }) => {
         const id = params.clientId!;
         const secret = await mutate(async (_tx, store) => {
-          const cur = await store.clients.get(id, true);
-          if (!cur) throw clientNotFound();
+          const cur = found(await store.clients.get(id, true), clientNotFound);
           if (cur.token_endpoint_auth_method !== 'client_secret_basic' && cur.token_endpoint_auth_method !== 'client_secret_post') throw new Conflict('conflict', 'This client does not authenticate with a secret.');
           const s = randomToken(32);
           await store.clients.setSecretHash(id, hashSecret(deps.tokens.secretKey, s));

@@ -3,11 +3,10 @@ import { NotFound, ValidationError } from '../errors.js';
 import { recordEvent } from '../events/outbox.js';
 import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
-import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
 import type { PolicyRow } from '../store/policies.js';
 import type { TxSql } from '../store/sql.js';
-import { adminRoute } from './route.js';
+import { adminRoute, listed, fetched, found } from './route.js';
 
 const READ = 'admin:policies:read';
 const WRITE = 'admin:policies:write';
@@ -74,12 +73,10 @@ export function policyRoutes(deps: Deps): Route[] {
     audit: { action: `admin_policy.${verb}`, resourceType: 'admin_policy', severity: 'warn' },
     handler: async ({ ctx, params, mutate }) => {
       const p = await mutate(async (tx, store) => {
-        const cur = await store.policies.get(params.id!, true);
-        if (!cur) throw notFound();
+        const cur = found(await store.policies.get(params.id!, true), notFound);
         const enabled = verb === 'activate';
         if (cur.enabled === enabled) return { result: cur, before: policyView(cur), after: policyView(cur), metadata: { changed: false } };
-        const next = await store.policies.update(cur.id, { enabled }, ctx.actor.id);
-        if (!next) throw notFound();
+        const next = found(await store.policies.update(cur.id, { enabled }, ctx.actor.id), notFound);
         await emit(tx, ctx.tenantId, 'policy.updated', next);
         return { result: next, before: policyView(cur), after: policyView(next) };
       });
@@ -90,10 +87,7 @@ export function policyRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: BASE, permission: READ, tags, query: 'query.admin-policy-list',
       summary: 'List admin policies, newest first', response: { 200: 'admin.policy-list' },
-      handler: async ({ query, store }) => {
-        const p = page(await store.policies.list({ ...query, cursor: decodeCursor(query.cursor) }), query.limit);
-        return { body: { items: p.items.map(policyView), cursor: p.next } };
-      },
+      handler: listed((store, q) => store.policies.list(q), policyView),
     }),
     adminRoute(deps, {
       method: 'POST', path: BASE, permission: WRITE, tags, body: 'admin.policy-create', response: { 201: 'admin.policy' },
@@ -112,11 +106,7 @@ export function policyRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: `${BASE}/:id`, permission: READ, tags,
       summary: 'Get an admin policy', response: { 200: 'admin.policy' }, errors: [404],
-      handler: async ({ params, store }) => {
-        const p = await store.policies.get(params.id!);
-        if (!p) throw notFound();
-        return { body: policyView(p) };
-      },
+      handler: fetched((store, id) => store.policies.get(id), policyView, notFound),
     }),
     adminRoute(deps, {
       method: 'PUT', path: `${BASE}/:id`, permission: WRITE, tags, body: 'admin.policy-update', response: { 200: 'admin.policy' }, errors: [404],
@@ -125,10 +115,8 @@ export function policyRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, body, params, mutate }) => {
         if (body.conditions) checkConditions(body.conditions);
         const p = await mutate(async (tx, store) => {
-          const cur = await store.policies.get(params.id!, true);
-          if (!cur) throw notFound();
-          const next = await store.policies.update(cur.id, { ...fields(body), extra: extras(body) }, ctx.actor.id);
-          if (!next) throw notFound();
+          const cur = found(await store.policies.get(params.id!, true), notFound);
+          const next = found(await store.policies.update(cur.id, { ...fields(body), extra: extras(body) }, ctx.actor.id), notFound);
           await emit(tx, ctx.tenantId, 'policy.updated', next);
           return { result: next, before: policyView(cur), after: policyView(next) };
         });
@@ -141,8 +129,7 @@ export function policyRoutes(deps: Deps): Route[] {
       audit: { action: 'admin_policy.delete', resourceType: 'admin_policy', severity: 'warn' },
       handler: async ({ params, mutate }) => {
         await mutate(async (_tx, store) => {
-          const gone = await store.policies.delete(params.id!);
-          if (!gone) throw notFound();
+          const gone = found(await store.policies.delete(params.id!), notFound);
           return { result: null, before: policyView(gone) };
         });
         return { status: 204 };

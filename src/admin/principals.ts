@@ -9,7 +9,7 @@ import { createPrincipal, resyncPrincipal } from '../principals/service.js';
 import { newId } from '../store/ids.js';
 import type { NewCredential, PrincipalRepository } from '../store/principals.js';
 import { assertGrantable, assertScopesGrantable } from './escalation.js';
-import { adminRoute, type AuditSpec } from './route.js';
+import { adminRoute, found, type AuditSpec } from './route.js';
 import type { AdminContext } from './types.js';
 
 const READ = 'admin:machine-principals:read';
@@ -68,8 +68,7 @@ function credentialInput(b: AdminPrincipalCredentialCreate): NewCredential {
 
 /** The principal, locked for the change; a deleted one only changes through delete (`live` false). */
 async function load(principals: PrincipalRepository, id: string, live = true): Promise<PrincipalRow> {
-  const p = await principals.get(id, true);
-  if (!p) throw notFound();
+  const p = found(await principals.get(id, true), notFound);
   if (live && p.status === 'deleted') throw new Conflict('conflict', 'The principal is deleted.');
   return p;
 }
@@ -129,8 +128,7 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'GET', path: `${BASE}/:id`, permission: READ, tags,
       summary: 'Get a machine access principal with its credentials', response: { 200: 'admin.principal' }, errors: [404],
       handler: async ({ params, store }) => {
-        const p = await store.principals.get(params.id!);
-        if (!p) throw notFound();
+        const p = found(await store.principals.get(params.id!), notFound);
         return { body: principalView(p, await store.principals.credentialsOf([p.id])) };
       },
     }),
@@ -245,8 +243,7 @@ export function principalRoutes(deps: Deps): Route[] {
 
 /** A credential of the principal that can still change (not revoked, not expired), locked. */
 async function liveCredential(principals: PrincipalRepository, principalId: string, id: string): Promise<CredentialRow> {
-  const cur = await principals.getCredential(principalId, id);
-  if (!cur) throw credNotFound();
+  const cur = found(await principals.getCredential(principalId, id), credNotFound);
   const st = credentialStatus(cur);
   if (st === 'revoked' || st === 'expired') throw new Conflict('conflict', `The credential is already ${st}.`);
   return cur;

@@ -2,11 +2,10 @@ import type { Deps } from '../deps.js';
 import { Conflict, NotFound } from '../errors.js';
 import { recordEvent } from '../events/outbox.js';
 import type { Route } from '../http/types.js';
-import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
 import type { Role } from '../store/roles.js';
 import { assertGrantable } from './escalation.js';
-import { adminRoute } from './route.js';
+import { adminRoute, listed, fetched, found } from './route.js';
 import { userNotFound } from './users.js';
 
 const READ = 'admin:roles:read';
@@ -26,10 +25,7 @@ export function roleRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/roles', permission: READ, tags, query: 'query.admin-role-list',
       summary: 'List roles, newest first', response: { 200: 'admin.role-list' },
-      handler: async ({ query, store }) => {
-        const p = page(await store.roles.list({ ...query, cursor: decodeCursor(query.cursor) }), query.limit);
-        return { body: { items: p.items.map(roleView), cursor: p.next } };
-      },
+      handler: listed((store, q) => store.roles.list(q), roleView),
     }),
     adminRoute(deps, {
       method: 'POST', path: '/api/admin/roles', permission: WRITE, tags, body: 'admin.role-create',
@@ -38,8 +34,7 @@ export function roleRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, body, mutate }) => {
         assertGrantable(ctx, body.permissions);
         const r = await mutate(async (_tx, store) => {
-          const role = await store.roles.insert(newId('role'), body);
-          if (!role) throw nameTaken();
+          const role = found(await store.roles.insert(newId('role'), body), nameTaken);
           return { result: role, resourceId: role.id, after: roleView(role) };
         });
         return { status: 201, body: roleView(r) };
@@ -48,11 +43,7 @@ export function roleRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/roles/:id', permission: READ, tags,
       summary: 'Get a role', response: { 200: 'admin.role' }, errors: [404],
-      handler: async ({ params, store }) => {
-        const r = await store.roles.get(params.id!);
-        if (!r) throw roleNotFound();
-        return { body: roleView(r) };
-      },
+      handler: fetched((store, id) => store.roles.get(id), roleView, roleNotFound),
     }),
     adminRoute(deps, {
       method: 'PUT', path: '/api/admin/roles/:id', permission: WRITE, tags, body: 'admin.role-update',
@@ -61,8 +52,7 @@ export function roleRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, body, params, mutate }) => {
         if (body.permissions) assertGrantable(ctx, body.permissions);
         const r = await mutate(async (_tx, store) => {
-          const cur = await store.roles.get(params.id!);
-          if (!cur) throw roleNotFound();
+          const cur = found(await store.roles.get(params.id!), roleNotFound);
           const next = await store.roles.update(cur.id, body);
           if (next === 'name_taken') throw nameTaken();
           if (!next) throw roleNotFound();
@@ -77,8 +67,7 @@ export function roleRoutes(deps: Deps): Route[] {
       audit: { action: 'role.delete', resourceType: 'role', severity: 'warn' },
       handler: async ({ params, mutate }) => {
         await mutate(async (_tx, store) => {
-          const gone = await store.roles.delete(params.id!);
-          if (!gone) throw roleNotFound();
+          const gone = found(await store.roles.delete(params.id!), roleNotFound);
           return { result: null, before: roleView(gone) };
         });
         return { status: 204 };
@@ -88,8 +77,7 @@ export function roleRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/api/admin/users/:id/roles', permission: READ, tags,
       summary: 'Roles assigned to a user', response: { 200: 'admin.user-roles' }, errors: [404],
       handler: async ({ params, store }) => {
-        const u = await store.users.get(params.id!);
-        if (!u) throw userNotFound();
+        const u = found(await store.users.get(params.id!), userNotFound);
         const roles = await store.roles.ofUser(u.id);
         return { body: { user_id: u.id, roles: roles.map((r) => ({ ...r, assigned_at: Number(r.assigned_at) })) } };
       },
@@ -102,8 +90,7 @@ export function roleRoutes(deps: Deps): Route[] {
         const userId = params.id!;
         const out = await mutate(async (tx, store) => {
           if (!(await store.users.lock(userId))) throw userNotFound();
-          const role = await store.roles.get(body.role_id);
-          if (!role) throw roleNotFound();
+          const role = found(await store.roles.get(body.role_id), roleNotFound);
           // Assigning a role hands out its permissions: the same no-escalation rule as granting them.
           assertGrantable(ctx, role.permissions);
           const a = await store.roles.assign(userId, role.id, ctx.actor.id);
@@ -123,8 +110,7 @@ export function roleRoutes(deps: Deps): Route[] {
         const userId = params.id!;
         await mutate(async (tx, store) => {
           if (!(await store.users.lock(userId))) throw userNotFound();
-          const role = await store.roles.get(params.roleId!);
-          if (!role) throw roleNotFound();
+          const role = found(await store.roles.get(params.roleId!), roleNotFound);
           if (!(await store.roles.unassign(userId, role.id))) throw new NotFound('role_not_found', 'The user does not have this role.');
           await recordEvent(tx, { tenantId: ctx.tenantId, event: 'role.unassigned', data: { user_id: userId, role_id: role.id, role: role.name } });
           return { result: null, before: { user_id: userId, role_id: role.id, role: role.name }, metadata: { role_id: role.id } };

@@ -3,11 +3,10 @@ import { Conflict, NotFound } from '../errors.js';
 import { recordEvent } from '../events/outbox.js';
 import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
-import { decodeCursor, page } from '../store/cursor.js';
 import type { TenantStore } from '../store/index.js';
 import type { User } from '../store/users.js';
 import { InvalidEmail, isEmail } from '../users/email.js';
-import { adminRoute } from './route.js';
+import { adminRoute, listed, found } from './route.js';
 
 const READ = 'admin:users:read';
 const WRITE = 'admin:users:write';
@@ -32,8 +31,7 @@ function checkEmail(email: string | undefined): void {
 }
 
 async function mustLock(store: TenantStore, id: string): Promise<User> {
-  const u = await store.users.lock(id);
-  if (!u) throw userNotFound();
+  const u = found(await store.users.lock(id), userNotFound);
   return u;
 }
 
@@ -54,8 +52,7 @@ export function userRoutes(deps: Deps): Route[] {
         // Idempotent: a user already in the wanted state is returned unchanged and no event is emitted.
         if (cur.status === want) return { result: cur, before: userView(cur), after: userView(cur), metadata: { changed: false } };
         if (!suspend && cur.status !== 'suspended') throw new Conflict('conflict', `The user is ${cur.status}, not suspended.`);
-        const next = await store.users.setStatus(id, want);
-        if (!next) throw userNotFound();
+        const next = found(await store.users.setStatus(id, want), userNotFound);
         if (suspend) await store.users.revokeRefreshTokens(id);
         await recordEvent(tx, { tenantId: ctx.tenantId, event: suspend ? 'user.suspended' : 'user.unsuspended', data: { user_id: id, email: next.email } });
         return { result: next, before: userView(cur), after: userView(next) };
@@ -68,10 +65,7 @@ export function userRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/users', permission: READ, tags, query: 'query.admin-user-list',
       summary: 'List users, newest first (filters: status, email prefix, q, role_id)', response: { 200: 'admin.user-list' },
-      handler: async ({ query, store }) => {
-        const p = page(await store.users.list({ ...query, cursor: decodeCursor(query.cursor) }), query.limit);
-        return { body: { items: p.items.map(userView), cursor: p.next } };
-      },
+      handler: listed((store, q) => store.users.list(q), userView),
     }),
     adminRoute(deps, {
       method: 'POST', path: '/api/admin/users', permission: WRITE, tags, body: 'admin.user-create',
@@ -80,8 +74,7 @@ export function userRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, body, mutate }) => {
         checkEmail(body.email);
         const u = await mutate(async (tx, store) => {
-          const created = await store.users.insert({ email: body.email, name: body.name, emailVerified: body.email_verified, metadata: body.metadata });
-          if (!created) throw emailTaken();
+          const created = found(await store.users.insert({ email: body.email, name: body.name, emailVerified: body.email_verified, metadata: body.metadata }), emailTaken);
           await recordEvent(tx, { tenantId: ctx.tenantId, event: 'user.created', data: { user_id: created.id, email: created.email } });
           return { result: created, resourceId: created.id, after: userView(created) };
         });
@@ -92,8 +85,7 @@ export function userRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/api/admin/users/:id', permission: READ, tags,
       summary: 'Get a user with its roles', response: { 200: 'admin.user' }, errors: [404],
       handler: async ({ params, store }) => {
-        const u = await store.users.get(params.id!);
-        if (!u) throw userNotFound();
+        const u = found(await store.users.get(params.id!), userNotFound);
         const roles = await store.roles.ofUser(u.id);
         return { body: { ...userView(u), roles: roles.map((r) => ({ id: r.role_id, name: r.name })) } };
       },
@@ -123,8 +115,7 @@ export function userRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, params, mutate }) => {
         const id = params.id!;
         await mutate(async (tx, store) => {
-          const gone = await store.users.delete(id);
-          if (!gone) throw userNotFound();
+          const gone = found(await store.users.delete(id), userNotFound);
           await store.users.revokeRefreshTokens(id);
           await recordEvent(tx, { tenantId: ctx.tenantId, event: 'user.deleted', data: { user_id: id, email: gone.email } });
           return { result: null, before: userView(gone) };

@@ -11,7 +11,7 @@ import { generateSecret, sealWebhookSecret, webhookSecret } from '../webhooks/se
 import { sendTest } from '../webhooks/test-send.js';
 import { obviouslyPrivate } from '../webhooks/url-safety.js';
 import { deliveryView, webhookCreated, webhookListItem, webhookView } from '../webhooks/view.js';
-import { adminRoute } from './route.js';
+import { adminRoute, found } from './route.js';
 
 const READ = 'admin:webhooks:read';
 const WRITE = 'admin:webhooks:write';
@@ -32,8 +32,7 @@ function checkSemantics(deps: Deps, v: { url?: string | undefined; headers?: obj
 }
 
 async function mustGet(store: TenantStore, id: string, lock = false) {
-  const w = await store.webhooks.get(id, { lock });
-  if (!w) throw webhookNotFound();
+  const w = found(await store.webhooks.get(id, { lock }), webhookNotFound);
   return w;
 }
 
@@ -84,8 +83,7 @@ export function webhookRoutes(deps: Deps): Route[] {
           const cur = await mustGet(store, params.id!, true);
           checkSemantics(deps, { ...patch, filters: patch.filters ?? (patch.events ? cur.filters : undefined) }, patch.events ?? cur.events);
           const secretEnc = secret === undefined ? undefined : sealWebhookSecret(kek, ctx.tenantId, cur.id, secret);
-          const next = await store.webhooks.update(cur.id, { ...patch, secretEnc });
-          if (!next) throw webhookNotFound();
+          const next = found(await store.webhooks.update(cur.id, { ...patch, secretEnc }), webhookNotFound);
           // The secret never enters the audit entry; that it changed is all the entry says of it.
           return { result: next, before: webhookView(cur), after: webhookView(next), metadata: { secret_changed: secret !== undefined } };
         });
@@ -150,8 +148,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/api/admin/webhooks/:id/deliveries/:deliveryId', permission: READ, tags,
       summary: 'Get one delivery with every attempt', response: { 200: 'admin.webhook-delivery' }, errors: [404],
       handler: async ({ params, store }) => {
-        const r = await store.webhooks.delivery(params.id!, params.deliveryId!);
-        if (!r) throw deliveryNotFound();
+        const r = found(await store.webhooks.delivery(params.id!, params.deliveryId!), deliveryNotFound);
         return { body: deliveryView(r.delivery, r.attempts) };
       },
     }),
