@@ -6,7 +6,7 @@ import type { Route } from '../http/types.js';
 import { newId } from '../store/ids.js';
 import type { PolicyRow } from '../store/policies.js';
 import type { TxSql } from '../store/sql.js';
-import { adminRoute, listed, fetched, found } from './route.js';
+import { adminRoute, deleted, fetched, found, listed } from './route.js';
 
 const READ = 'admin:policies:read';
 const WRITE = 'admin:policies:write';
@@ -127,13 +127,7 @@ export function policyRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: `${BASE}/:id`, permission: WRITE, tags,
       summary: 'Delete an admin policy', response: { 204: null }, errors: [404],
       audit: { action: 'admin_policy.delete', resourceType: 'admin_policy', severity: 'warn' },
-      handler: async ({ params, mutate }) => {
-        await mutate(async (_tx, store) => {
-          const gone = found(await store.policies.delete(params.id!), notFound);
-          return { result: null, before: policyView(gone) };
-        });
-        return { status: 204 };
-      },
+      handler: deleted((store, id) => store.policies.delete(id), policyView, notFound),
     }),
     setEnabled('activate'),
     setEnabled('deactivate'),

@@ -5,7 +5,7 @@ import type { Route } from '../http/types.js';
 import { newId } from '../store/ids.js';
 import type { Role } from '../store/roles.js';
 import { assertGrantable } from './escalation.js';
-import { adminRoute, listed, fetched, found } from './route.js';
+import { adminRoute, deleted, fetched, found, listed } from './route.js';
 import { userNotFound } from './users.js';
 
 const READ = 'admin:roles:read';
@@ -65,13 +65,7 @@ export function roleRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: '/api/admin/roles/:id', permission: WRITE, tags,
       summary: 'Delete a role and its assignments', response: { 204: null }, errors: [404],
       audit: { action: 'role.delete', resourceType: 'role', severity: 'warn' },
-      handler: async ({ params, mutate }) => {
-        await mutate(async (_tx, store) => {
-          const gone = found(await store.roles.delete(params.id!), roleNotFound);
-          return { result: null, before: roleView(gone) };
-        });
-        return { status: 204 };
-      },
+      handler: deleted((store, id) => store.roles.delete(id), roleView, roleNotFound),
     }),
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/users/:id/roles', permission: READ, tags,

@@ -177,3 +177,12 @@ export function found<R>(row: R | null | undefined, notFound: () => Error): R {
   if (row === null || row === undefined) throw notFound();
   return row;
 }
+
+/** A plain delete handler: removes the row named by the path's `id` in an audited change (its view as `before`), then 204. */
+export function deleted<R>(remove: (store: TenantStore, id: string) => Promise<R | null>, view: (r: R) => unknown, notFound: () => Error)
+  : (call: { params: Record<string, string>; mutate: AdminCall<unknown, unknown>['mutate'] }) => Promise<Reply> {
+  return async ({ params, mutate }) => {
+    await mutate(async (_tx, store) => ({ result: null, before: view(found(await remove(store, params.id!), notFound)) }));
+    return { status: 204 };
+  };
+}
