@@ -1,4 +1,6 @@
 import { AuditLogRepository } from './audit-log.js';
+import { ConsentRepository } from './consents.js';
+import { RefreshTokenRepository } from './refresh-tokens.js';
 import { RoleRepository } from './roles.js';
 import type { Db, Sql, TxSql } from './sql.js';
 
@@ -12,6 +14,8 @@ export class TenantStore {
 
   get auditLog(): AuditLogRepository { return new AuditLogRepository(this.db, this.tenantId); }
   get roles(): RoleRepository { return new RoleRepository(this.db, this.tenantId); }
+  get consents(): ConsentRepository { return new ConsentRepository(this.db, this.tenantId); }
+  get refreshTokens(): RefreshTokenRepository { return new RefreshTokenRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */
