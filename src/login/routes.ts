@@ -174,7 +174,7 @@ export function loginRoutes(deps: Deps): Route[] {
     },
     {
       method: 'POST', path: '/email-code/verify', iface: 'public', bodySchema: 'login.email-code-verify', bodyLimit: 8192,
-      doc: { summary: 'Login step 3: check the code and start a session (cookie svc_session)', tags: ['login'], security: 'none', responses: { 200: 'login.email-code-verified' }, errors: [400, 403, 422, 503] },
+      doc: { summary: 'Login step 3: check the code and start a session (cookie svc_session)', tags: ['login'], security: 'none', responses: { 200: 'login.email-code-verified', 303: null }, errors: [400, 403, 422, 503] },
       handler: verify,
     },
     {

@@ -71,7 +71,7 @@ export function authorizeRoutes(deps: Deps): Route[] {
 
   return [{
     method: 'GET', path: '/authorize', iface: 'oauth', querySchema: 'query.authorize', html: true,
-    doc: { summary: 'Authorization endpoint (login flow steps 1 and 4): login page, or the authorization code with a session', tags: ['login'], security: 'session', responses: { 200: null, 302: null }, errors: [400, 403, 503] },
+    doc: { summary: 'Authorization endpoint (login flow steps 1 and 4): login page, or the authorization code with a session', tags: ['login'], security: 'session', responses: { 200: 'oauth.authorize-interaction', 302: null }, errors: [400, 403, 503] },
     handler: handle,
   }];
 }

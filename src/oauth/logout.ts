@@ -92,7 +92,7 @@ export function logoutRoutes(deps: Deps): Route[] {
     const json = wantsJson(req);
     return (async () => { const { params, posted } = get(); return handle(req, params, posted, json); })().catch((err) => failure(err, json));
   };
-  const doc = { summary: 'RP-initiated logout: end the session and return to the client', tags: ['login'], security: 'session' as const, responses: { 200: null, 302: null, 303: null }, errors: [400, 403] };
+  const doc = { summary: 'RP-initiated logout: end the session and return to the client', tags: ['login'], security: 'session' as const, responses: { 200: 'oauth.logout-result', 302: null, 303: null }, errors: [400, 403] };
   return [
     { method: 'GET', path: '/logout', iface: 'oauth', html: true, doc, handler: (req) => run(req, () => ({ params: Object.fromEntries(req.searchParams()), posted: false })) },
     { method: 'POST', path: '/logout', iface: 'oauth', html: true, bodyLimit: 32_768, handler: (req) => run(req, () => ({ params: readBody(req).data, posted: true })) },
