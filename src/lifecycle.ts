@@ -33,7 +33,11 @@ export function createLifecycle(log?: Logger): Lifecycle {
     await e.resource.start?.();
   };
   const closeOne = async (e: { name: string; resource: Resource }) => {
-    try { await e.resource.close(); } catch (err) {
+    const started = Date.now();
+    try {
+      await e.resource.close();
+      log?.debug({ resource: e.name, ms: Date.now() - started }, 'closed');
+    } catch (err) {
       // One resource failing to close must not keep the others open.
       log?.warn({ resource: e.name, err: (err as Error).message }, 'resource did not close cleanly');
     }
