@@ -35,6 +35,9 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
   try {
     const tokens = await createTokenServices(config, sql, redis, log, lifecycle);
     deps = { config, log, sql, store: new Store(sql), redis, tokens, lifecycle };
+    // Background work of the process is registered here (or by the module that owns it, through
+    // deps.lifecycle), never started by building routes: e.g. the machine credential sweeper,
+    // `lifecycle.add('machine credential sweeper', createCredentialSweeper(deps))`.
     const router = buildRouter(deps);
     server = new HttpServer(router, {
       host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,

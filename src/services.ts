@@ -13,9 +13,6 @@ import { deriveKey } from './tokens/secrets.js';
 import { ShardingCache } from './tokens/sharding.js';
 import { Signer } from './tokens/signer.js';
 
-/** @deprecated the channel is in src/store/redis-keys.ts (redisChannels.keysChanged). */
-export const KEYS_CHANNEL = redisChannels.keysChanged;
-
 /**
  * Everything token endpoints use, created once per HTTP process. It lives here, with the process's
  * wiring, rather than in src/tokens/, because it also holds the client cache (src/clients/), whose
