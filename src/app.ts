@@ -1,35 +1,40 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { consentRoutes } from './account/consents.js';
+import { adminRoutes } from './admin/index.js';
+import { webhookRoutes } from './admin/webhooks.js';
+import { checkRoutes } from './check/routes.js';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
-import { webhookRoutes } from './admin/webhooks.js';
-import { adminRoutes } from './admin/index.js';
-import { loginModules } from './login/index.js';
-import { discoveryRoutes } from './oauth/discovery.js';
-import { introspectRoutes } from './oauth/introspect.js';
-import { revokeRoutes } from './oauth/revoke.js';
-import { tokenRoutes } from './oauth/token.js';
 import { buildOpenApi } from './http/openapi.js';
 import { Router } from './http/router.js';
 import type { Route } from './http/types.js';
+import { loginModules } from './login/index.js';
+import { oauthRoutes } from './oauth/index.js';
 
 const pkg = JSON.parse(fs.readFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../package.json'), 'utf8')) as { version: string };
 
-/** Every route module of the service; each feature adds its module's routes here. */
+/**
+ * The routes table: every endpoint of the service, each mounted by the folder that owns it. A new
+ * feature adds one line here; nothing else mounts routes.
+ */
+export function routesTable(deps: Deps, router: () => Router): Array<{ owner: string; routes: Route[] }> {
+  return [
+    { owner: 'src/health.ts', routes: healthRoutes(deps) },
+    { owner: 'src/admin/index.ts', routes: adminRoutes(deps) },
+    { owner: 'src/admin/webhooks.ts', routes: webhookRoutes(deps) },
+    { owner: 'src/check/routes.ts', routes: checkRoutes(deps) },
+    { owner: 'src/oauth/index.ts', routes: oauthRoutes(deps, router) },
+    { owner: 'src/login/index.ts', routes: loginModules(deps) },
+    { owner: 'src/account/consents.ts', routes: consentRoutes(deps) },
+  ];
+}
+
+/** The router of an HTTP process: the routes table, plus the OpenAPI document describing it. */
 export function buildRouter(deps: Deps): Router {
   const router = new Router();
-  const modules: Route[][] = [
-    healthRoutes(deps),
-    adminRoutes(deps),
-    webhookRoutes(deps),
-    discoveryRoutes(deps, () => router),
-    loginModules(deps),
-    tokenRoutes(deps),
-    introspectRoutes(deps),
-    revokeRoutes(deps),
-  ];
-  for (const routes of modules) for (const r of routes) router.add(r);
+  for (const { routes } of routesTable(deps, () => router)) for (const r of routes) router.add(r);
   let doc: string | undefined;
   router.add({
     method: 'GET', path: '/openapi.json', iface: 'public',

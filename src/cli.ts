@@ -101,8 +101,8 @@ function flag(args: string[], name: string): string | undefined {
 
 /** Tells running HTTP processes to reload their key ring (they also reload every minute). */
 async function notifyKeys(config: import('./config.js').Config): Promise<void> {
-  const { Redis } = await import('ioredis');
-  const { KEYS_CHANNEL } = await import('./tokens/services.js');
-  const r = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try { await r.connect(); await r.publish(config.redisPrefix + KEYS_CHANNEL, 'rotated'); } catch { /* processes reload on their timer */ } finally { r.disconnect(); }
+  const { createRedis } = await import('./store/redis.js');
+  const { channel, redisChannels } = await import('./store/redis-keys.js');
+  const r = createRedis(config, 'admin');
+  try { await r.connect(); await r.publish(channel(config, redisChannels.keysChanged), 'rotated'); } catch { /* processes reload on their timer */ } finally { r.disconnect(); }
 }

@@ -31,7 +31,6 @@ export interface Config {
   readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256';
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
-  readonly revocationShards: number;
   readonly smtpUrl: string;
   readonly mailFrom: string;
   readonly webhookAllowPrivate: boolean;
@@ -143,7 +142,6 @@ export function loadConfig(env: Env = process.env): Config {
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
     refreshTokenTtlSeconds: int('REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 60, 365 * 86_400),
-    revocationShards: int('REVOCATION_SHARDS', 16, 1, 16_384),
     smtpUrl: url('SMTP_URL', 'smtp://127.0.0.1:2525', ['smtp:', 'smtps:']),
     mailFrom: str('MAIL_FROM', 'svc <no-reply@svc.local>'),
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', nodeEnv !== 'production'),

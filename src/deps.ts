@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
+import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './log.js';
 import type { Store } from './store/index.js';
 import type { Sql } from './store/sql.js';
-import type { TokenServices } from './tokens/services.js';
+import type { TokenServices } from './services.js';
 
 /** What every module of an HTTP process is handed: created once at start, closed once at shutdown. */
 export interface Deps {
@@ -14,4 +15,9 @@ export interface Deps {
   store: Store;
   redis: Redis;
   tokens: TokenServices;
+  /**
+   * Owner of the process's connections, queues and timers: a module that opens one registers it here
+   * (`deps.lifecycle.add(name, { start, close })`) and shutdown closes it.
+   */
+  lifecycle: Lifecycle;
 }

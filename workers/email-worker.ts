@@ -1,10 +1,10 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
 import nodemailer from 'nodemailer';
 import type { Config } from '../src/config.js';
 import type { Logger } from '../src/log.js';
 import { EMAIL_QUEUE, emailQueuePrefix, type EmailJob } from '../src/mail/queue.js';
 import { mailKey, unseal } from '../src/mail/seal.js';
+import { createRedis } from '../src/store/redis.js';
 import { loginCodeMail } from '../src/mail/templates.js';
 
 export interface RunningEmailWorker { close(): Promise<void> }
@@ -22,8 +22,7 @@ export async function startEmailWorker(config: Config, log: Logger): Promise<Run
   const transport = nodemailer.createTransport(smtp.toString(), { from: config.mailFrom });
   const key = mailKey(config.keyEncryptionKey);
   // Workers retry Redis forever (BullMQ requires maxRetriesPerRequest null on consumer connections).
-  const connection = new Redis(config.queueRedisUrl, { maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(100 * 2 ** Math.min(n, 5), 3000) });
-  connection.on('error', () => {});
+  const connection = createRedis(config, 'worker');
   const worker = new Worker<EmailJob>(EMAIL_QUEUE, async (job: Job<EmailJob>) => {
     const d = job.data;
     if (d?.template !== 'login_code' || typeof d.to !== 'string') throw new UnrecoverableError('unknown email job');

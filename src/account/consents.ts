@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
 import { userBearer } from '../login/bearer.js';
-import { listConsents, type ConsentRow } from '../login/consent-repository.js';
+import type { ConsentRow } from '../store/consents.js';
 
 /** The spec's User consent object (timestamps in epoch milliseconds). */
 export function consentView(r: ConsentRow): Record<string, unknown> {
@@ -22,7 +22,7 @@ export function consentRoutes(deps: Deps): Route[] {
     doc: { summary: 'The signed-in user\'s consents to applications', tags: ['account'], security: 'bearer', responses: { 200: 'login.consent-list' }, errors: [401] },
     handler: async (req) => {
       const p = await userBearer(deps, req);
-      const rows = await listConsents(deps.sql, p.tenant, p.sub!);
+      const rows = await deps.store.forTenant(p.tenant).consents.listForUser(p.sub!);
       return { headers: { 'Cache-Control': 'no-store' }, body: { consents: rows.map(consentView), total: rows.length } };
     },
   }];

@@ -1,6 +1,5 @@
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
-import { checkRoutes } from '../check/routes.js';
 import { auditLogRoutes } from './audit-log.js';
 import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
@@ -10,7 +9,7 @@ import { roleRoutes } from './roles.js';
 import { shardingRoutes } from './sharding.js';
 import { userRoutes } from './users.js';
 
-/** Every administration-core route, and the check API its keys are for (webhooks register on their own). */
+/** Every administration-core route (webhooks and the check API its keys are for are mounted by src/app.ts). */
 export function adminRoutes(deps: Deps): Route[] {
   return [
     ...auditLogRoutes(deps),
@@ -21,6 +20,5 @@ export function adminRoutes(deps: Deps): Route[] {
     ...shardingRoutes(deps),
     ...checkApiKeyRoutes(deps),
     ...policyRoutes(deps),
-    ...checkRoutes(deps),
   ];
 }

@@ -1,7 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
-import { loginKeys, sha256 } from './keys.js';
+import { randomToken } from '../store/ids.js';
+import { redisKeys } from '../store/redis-keys.js';
+import { sha256 } from './keys.js';
 import { LOGIN } from './options.js';
 
 /** What an authorization code is bound to (RFC 6749 4.1.2), kept in Redis under the code's hash. */
@@ -26,10 +27,10 @@ export interface IssuedFromCode { accessJti: string; accessExp: number; refreshF
 const unavailable = (err: unknown) => new ServiceUnavailable('Authorization codes cannot be read right now.', 1, err);
 
 export async function issueCode(redis: Redis, r: Omit<CodeRecord, 'exp'>): Promise<string> {
-  const code = randomBytes(32).toString('base64url');
+  const code = randomToken(32);
   const rec: CodeRecord = { ...r, exp: Math.floor(Date.now() / 1000) + LOGIN.authCodeTtlSeconds };
   // The record outlives the code's own lifetime so that a late replay is still recognised.
-  await redis.set(loginKeys.authCode(sha256(code)), JSON.stringify(rec), 'EX', LOGIN.authCodeReplayWindowSeconds).catch((err) => { throw unavailable(err); });
+  await redis.set(redisKeys.authCode(sha256(code)), JSON.stringify(rec), 'EX', LOGIN.authCodeReplayWindowSeconds).catch((err) => { throw unavailable(err); });
   return code;
 }
 
@@ -45,9 +46,9 @@ export async function redeemCode(redis: Redis, code: string): Promise<Redemption
   let res;
   try {
     res = await redis.multi()
-      .get(loginKeys.authCode(h))
-      .set(loginKeys.authCodeUsed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds, 'NX')
-      .get(loginKeys.authCodeIssued(h))
+      .get(redisKeys.authCode(h))
+      .set(redisKeys.authCodeUsed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds, 'NX')
+      .get(redisKeys.authCodeIssued(h))
       .exec();
   } catch (err) { throw unavailable(err); }
   if (!res) throw unavailable(new Error('transaction aborted'));
@@ -57,15 +58,15 @@ export async function redeemCode(redis: Redis, code: string): Promise<Redemption
   if (res[1]![1] === 'OK') return { kind: 'first', record, codeHash: h };
   const issued = res[2]![1] as string | null;
   // Tells a first redemption still in progress that it must revoke what it is about to issue.
-  await redis.set(loginKeys.authCodeReplayed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds).catch(() => {});
+  await redis.set(redisKeys.authCodeReplayed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds).catch(() => {});
   return { kind: 'replay', record, issued: issued ? (JSON.parse(issued) as IssuedFromCode) : null };
 }
 
 /** Remembers what the first redemption issued; true when a replay arrived meanwhile (then revoke it now). */
 export async function recordIssued(redis: Redis, codeHash: string, issued: IssuedFromCode): Promise<boolean> {
   const res = await redis.multi()
-    .set(loginKeys.authCodeIssued(codeHash), JSON.stringify(issued), 'EX', LOGIN.authCodeReplayWindowSeconds)
-    .get(loginKeys.authCodeReplayed(codeHash))
+    .set(redisKeys.authCodeIssued(codeHash), JSON.stringify(issued), 'EX', LOGIN.authCodeReplayWindowSeconds)
+    .get(redisKeys.authCodeReplayed(codeHash))
     .exec().catch(() => null);
   return res?.[1]?.[1] === '1';
 }

@@ -1,7 +1,6 @@
 import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
-import { findConsent, upsertConsent } from './consent-repository.js';
-import { loginKeys } from './keys.js';
+import { redisKeys } from '../store/redis-keys.js';
 import { LOGIN } from './options.js';
 
 /**
@@ -10,7 +9,7 @@ import { LOGIN } from './options.js';
  * first use is still recorded as a consent (so the user sees it at /api/user/consents).
  */
 export async function hasConsent(deps: Deps, client: Client, userId: string, scopes: string[]): Promise<boolean> {
-  const key = loginKeys.consent(client.tenantId, userId, client.clientId);
+  const key = redisKeys.consent(client.tenantId, userId, client.clientId);
   const cached = await deps.redis.get(key).catch(() => null);
   let granted: string[] | null = cached ? (JSON.parse(cached) as string[]) : null;
   if (granted && scopes.every((s) => granted!.includes(s))) return true;
@@ -19,14 +18,14 @@ export async function hasConsent(deps: Deps, client: Client, userId: string, sco
     return true;
   }
   if (!cached) {
-    granted = await findConsent(deps.sql, client.tenantId, userId, client.clientId);
+    granted = await deps.store.forTenant(client.tenantId).consents.find(userId, client.clientId);
     if (granted) await deps.redis.set(key, JSON.stringify(granted), 'EX', LOGIN.consentCacheSeconds).catch(() => {});
   }
   return !!granted && scopes.every((s) => granted!.includes(s));
 }
 
 export async function grantConsent(deps: Deps, client: Client, userId: string, scopes: string[]): Promise<string[]> {
-  const granted = await upsertConsent(deps.sql, { tenantId: client.tenantId, userId, clientId: client.clientId, scopes, policy: LOGIN.policyVersions });
-  await deps.redis.set(loginKeys.consent(client.tenantId, userId, client.clientId), JSON.stringify(granted), 'EX', LOGIN.consentCacheSeconds).catch(() => {});
+  const granted = await deps.store.forTenant(client.tenantId).consents.upsert({ userId, clientId: client.clientId, scopes, policy: LOGIN.policyVersions });
+  await deps.redis.set(redisKeys.consent(client.tenantId, userId, client.clientId), JSON.stringify(granted), 'EX', LOGIN.consentCacheSeconds).catch(() => {});
   return granted;
 }

@@ -13,8 +13,8 @@ export interface LoginContext {
   mail(): MailQueue;
 }
 
-// Keyed by the process's Deps so each server (tests run several per process) has its own, and so
-// closeLogin can release the queue connection when that server stops.
+// Keyed by the process's Deps so each server (tests run several per process) has its own. The mail
+// queue, opened on first use, is registered on the process's lifecycle, which closes it at shutdown.
 const contexts = new WeakMap<Deps, LoginContext>();
 
 export function loginContext(deps: Deps): LoginContext {
@@ -26,7 +26,7 @@ export function loginContext(deps: Deps): LoginContext {
       codeKey: deriveKey(deps.config.keyEncryptionKey, 'login-codes'),
       csrfKey: deriveKey(deps.config.keyEncryptionKey, 'login-csrf'),
       secureCookies: deps.config.issuer.startsWith('https:'),
-      mail: () => (mail ??= new MailQueue(deps.config)),
+      mail: () => (mail ??= deps.lifecycle.add('login mail queue', new MailQueue(deps.config))),
     };
     Object.defineProperty(ctx, 'close', { value: async () => { await mail?.close(); mail = undefined; } });
     contexts.set(deps, ctx);
@@ -34,7 +34,7 @@ export function loginContext(deps: Deps): LoginContext {
   return ctx;
 }
 
-/** Releases the login feature's own connections (the HTTP process exits instead; tests call this). */
+/** Releases the login feature's own connections now (the lifecycle does it at shutdown anyway). */
 export async function closeLogin(deps: Deps): Promise<void> {
   const ctx = contexts.get(deps) as (LoginContext & { close?: () => Promise<void> }) | undefined;
   await ctx?.close?.();

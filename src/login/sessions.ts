@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import { serializeCookie } from '../http/request.js';
-import { loginKeys, sha256 } from './keys.js';
+import { randomToken } from '../store/ids.js';
+import { redisKeys } from '../store/redis-keys.js';
+import { sha256 } from './keys.js';
 import { LOGIN, SESSION_COOKIE } from './options.js';
 
 /** A login session: who, in which tenant, since when (epoch seconds). */
@@ -10,10 +11,10 @@ export interface Session { tenantId: string; userId: string; email: string; auth
 
 /** Starts a session: a random id in the cookie, only its hash as the Redis key. */
 export async function createSession(redis: Redis, s: Omit<Session, 'expiresAt'>): Promise<{ id: string; session: Session }> {
-  const id = randomBytes(32).toString('base64url');
+  const id = randomToken(32);
   const session: Session = { ...s, expiresAt: s.authTime + LOGIN.sessionTtlSeconds };
   try {
-    await redis.set(loginKeys.session(sha256(id)), JSON.stringify(session), 'EX', LOGIN.sessionTtlSeconds);
+    await redis.set(redisKeys.session(sha256(id)), JSON.stringify(session), 'EX', LOGIN.sessionTtlSeconds);
   } catch (err) {
     throw new ServiceUnavailable('The session could not be started; retry shortly.', 1, err);
   }
@@ -24,14 +25,14 @@ export async function createSession(redis: Redis, s: Omit<Session, 'expiresAt'>)
 export async function readSession(redis: Redis, id: string | undefined): Promise<Session | null> {
   if (!id || id.length !== 43) return null;
   let raw: string | null;
-  try { raw = await redis.get(loginKeys.session(sha256(id))); } catch (err) { throw new ServiceUnavailable('Sessions cannot be read right now.', 1, err); }
+  try { raw = await redis.get(redisKeys.session(sha256(id))); } catch (err) { throw new ServiceUnavailable('Sessions cannot be read right now.', 1, err); }
   if (!raw) return null;
   const s = JSON.parse(raw) as Session;
   return s.expiresAt > Date.now() / 1000 ? s : null;
 }
 
 export async function destroySession(redis: Redis, id: string | undefined): Promise<void> {
-  if (id && id.length === 43) await redis.del(loginKeys.session(sha256(id)));
+  if (id && id.length === 43) await redis.del(redisKeys.session(sha256(id)));
 }
 
 export function sessionCookie(id: string, secure: boolean): string {

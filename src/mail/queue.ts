@@ -1,7 +1,9 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { ServiceUnavailable } from '../errors.js';
+import { closeRedis, createRedis } from '../store/redis.js';
+import { queuePrefix } from '../store/redis-keys.js';
 import { mailKey, seal } from './seal.js';
 
 export const EMAIL_QUEUE = 'email';
@@ -19,7 +21,7 @@ export type EmailJob = LoginCodeJob;
 
 /** BullMQ prefix from config.redisPrefix ("svc:" -> "svc"), so tests and deployments sharing a Redis stay apart. */
 export function emailQueuePrefix(config: Pick<Config, 'redisPrefix'>): string {
-  return config.redisPrefix.replace(/:+$/, '') || 'svc';
+  return queuePrefix(config);
 }
 
 // A login code is useless after its TTL, so the job is retried briefly and forgotten at once.
@@ -36,12 +38,8 @@ export class MailQueue {
   private readonly queue: Queue<EmailJob>;
   private readonly key: Buffer;
 
-  constructor(config: Pick<Config, 'queueRedisUrl' | 'redisPrefix' | 'keyEncryptionKey'>) {
-    this.connection = new Redis(config.queueRedisUrl, {
-      enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000,
-      retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
-    });
-    this.connection.on('error', () => {});
+  constructor(config: Pick<Config, 'redisUrl' | 'queueRedisUrl' | 'redisPrefix' | 'keyEncryptionKey'>) {
+    this.connection = createRedis(config, 'producer');
     this.queue = new Queue<EmailJob>(EMAIL_QUEUE, { connection: this.connection, prefix: emailQueuePrefix(config), defaultJobOptions: JOB_OPTIONS });
     this.queue.on('error', () => {});
     this.key = mailKey(config.keyEncryptionKey);
@@ -55,8 +53,13 @@ export class MailQueue {
     }
   }
 
-  async close(): Promise<void> {
-    await this.queue.close().catch(() => {});
-    await this.connection.quit().catch(() => this.connection.disconnect());
+  private closing: Promise<void> | undefined;
+
+  /** Closes the queue and its connection (idempotent: the lifecycle and a test may both call it). */
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      await this.queue.close().catch(() => {});
+      await closeRedis(this.connection);
+    })());
   }
 }

@@ -5,6 +5,7 @@ import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { decodeJwt, JwtError, type JwtPayload } from '../tokens/jwt.js';
+import { redisKeys } from '../store/redis-keys.js';
 import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-tokens.js';
 import { NO_STORE, type Form } from './params.js';
 
@@ -24,7 +25,7 @@ export function introspectRoutes(deps: Deps): Route[] {
   async function introspectJwt(rs: Client, token: string): Promise<string> {
     let claims: JwtPayload;
     try { claims = decodeJwt(token).payload; } catch { return INACTIVE; }
-    const cacheKey = `ic:{${rs.clientId}}:${createHash('sha256').update(token).digest('base64url')}`;
+    const cacheKey = redisKeys.introspection(rs.clientId, createHash('sha256').update(token).digest('base64url'));
     // One command: the revocation state and the cached answer, read together.
     const { revoked, extra: cached } = await tokens.revocations.lookup(
       { jti: String(claims.jti ?? ''), tenant: String(claims.tenant ?? ''), sub: claims.sub, client_id: claims.client_id, iat: claims.iat }, cacheKey);
@@ -61,7 +62,7 @@ export function introspectRoutes(deps: Deps): Route[] {
   }
 
   async function introspectRefresh(rs: Client, token: string): Promise<string> {
-    const r = await findRefreshToken(deps.sql, token);
+    const r = await findRefreshToken(deps.sql, rs.tenantId, token);
     if (!r || r.status !== 'active' || Number(r.expires_at) <= Date.now() || r.tenant_id !== rs.tenantId) return INACTIVE;
     if (rs.strictValidation && r.client_id !== rs.clientId) return INACTIVE;
     return JSON.stringify({ active: true, sub: r.sub, scope: r.scope, client_id: r.client_id, token_type: 'refresh_token', exp: Math.floor(Number(r.expires_at) / 1000), iss: deps.config.issuer, tenant: r.tenant_id });

@@ -21,7 +21,7 @@ export function revokeRoutes(deps: Deps): Route[] {
       const client = await authenticateClient({ clients: tokens.clients, redis: deps.redis, secretKey: tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form);
       const token = form.token as string;
       if (looksLikeRefreshToken(token)) {
-        const r = await findRefreshToken(deps.sql, token);
+        const r = await findRefreshToken(deps.sql, client.tenantId, token);
         if (r && r.tenant_id === client.tenantId) {
           if (r.client_id !== client.clientId) throw new OAuthError('unauthorized_client', 'The token was not issued to this client.');
           const jtis = await revokeFamily(deps.sql, r.tenant_id, r.family_id);

@@ -3,6 +3,8 @@ import { ClientRepository } from './clients.js';
 import { PrincipalRepository } from './principals.js';
 import { CheckApiKeyRepository } from './check-api-keys.js';
 import { PolicyRepository } from './policies.js';
+import { ConsentRepository } from './consents.js';
+import { RefreshTokenRepository } from './refresh-tokens.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
 import type { Db, Sql, TxSql } from './sql.js';
@@ -26,6 +28,8 @@ export class TenantStore {
   get sharding(): ShardingRepository { return new ShardingRepository(this.db, this.tenantId); }
   get checkApiKeys(): CheckApiKeyRepository { return new CheckApiKeyRepository(this.db, this.tenantId); }
   get webhooks(): WebhookRepository { return new WebhookRepository(this.db, this.tenantId); }
+  get consents(): ConsentRepository { return new ConsentRepository(this.db, this.tenantId); }
+  get refreshTokens(): RefreshTokenRepository { return new RefreshTokenRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

@@ -15,11 +15,3 @@ export function parseJti(jti: unknown): Jti | null {
   if (!m) return null;
   return { generation: Number(m[1]), region: m[2]!, shard: Number(m[3]), random: m[4]! };
 }
-
-/**
- * Redis hash tag of a jti's shard: every key of one shard lands in one Redis Cluster slot,
- * and a lookup touches exactly one shard.
- */
-export function shardTag(j: Jti): string {
-  return `{g${j.generation}:${j.region}:${j.shard}}`;
-}

@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
-import { parseJti, shardTag } from './jti.js';
+import { redisKeys } from '../store/redis-keys.js';
+import { parseJti } from './jti.js';
 
 /** What the revocation check needs to know about a token. */
 export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number }
@@ -11,8 +12,8 @@ export class RevocationUnavailable extends ServiceUnavailable {
   constructor(cause?: unknown) { super('Revocation state cannot be read; no token is accepted until it can.', 1, cause); }
 }
 
-const SENTINEL = 'rv:loaded';
-const REFILL_LOCK = 'rv:refilling';
+const SENTINEL = redisKeys.revocationLoaded;
+const REFILL_LOCK = redisKeys.revocationRefillLock;
 
 /**
  * Sharded revocation. Redis is the fast path: one key per revoked jti under its shard's hash tag,
@@ -35,10 +36,10 @@ export class RevocationStore {
 
   static jtiKey(jti: string): string | null {
     const j = parseJti(jti);
-    return j ? `rv:${shardTag(j)}:${jti}` : null;
+    return j ? redisKeys.revokedJti(j, jti) : null;
   }
   static markKey(tenant: string, kind: 'sub' | 'client', id: string): string {
-    return `rvm:{t:${tenant}}:${kind}:${id}`;
+    return redisKeys.revocationMark(tenant, kind, id);
   }
 
   /** True when revoked; throws RevocationUnavailable when Redis cannot answer or has not been refilled. */

@@ -1,6 +1,8 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
+import { createRedis } from '../store/redis.js';
+import { queuePrefix as prefixOfQueues } from '../store/redis-keys.js';
 
 export const WEBHOOK_QUEUE = 'webhooks';
 
@@ -13,7 +15,7 @@ export interface DeliveryJob {
 
 /** BullMQ prefix from config.redisPrefix ("svc:" -> "svc"), so tests and deployments sharing a Redis stay apart. */
 export function queuePrefix(config: Pick<Config, 'redisPrefix'>): string {
-  return config.redisPrefix.replace(/:+$/, '') || 'svc';
+  return prefixOfQueues(config);
 }
 
 /**
@@ -36,23 +38,12 @@ export const JOB_OPTIONS: JobsOptions = {
 };
 
 /** A producer: fails fast when the queue's Redis is unreachable (no offline queue). */
-export function createDeliveryQueue(config: Pick<Config, 'queueRedisUrl' | 'redisPrefix'>): { queue: Queue<DeliveryJob>; connection: Redis } {
-  const connection = new Redis(config.queueRedisUrl, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
-  });
-  connection.on('error', () => {});
+export function createDeliveryQueue(config: Pick<Config, 'redisUrl' | 'queueRedisUrl' | 'redisPrefix'>): { queue: Queue<DeliveryJob>; connection: Redis } {
+  const connection = createRedis(config, 'producer');
   return { queue: new Queue<DeliveryJob>(WEBHOOK_QUEUE, { connection, prefix: queuePrefix(config), defaultJobOptions: JOB_OPTIONS }), connection };
 }
 
 /** A consumer connection: retries forever (maxRetriesPerRequest null), as BullMQ workers require. */
-export function createWorkerConnection(config: Pick<Config, 'queueRedisUrl'>): Redis {
-  const c = new Redis(config.queueRedisUrl, {
-    maxRetriesPerRequest: null,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 3000),
-  });
-  c.on('error', () => {});
-  return c;
+export function createWorkerConnection(config: Pick<Config, 'redisUrl' | 'queueRedisUrl' | 'redisPrefix'>): Redis {
+  return createRedis(config, 'worker');
 }

@@ -19,7 +19,7 @@ export const refreshToken: Grant = {
   params: ['refresh_token', 'scope'],
   async handle(deps, client, form) {
     const presented = required(form, 'refresh_token');
-    const outcome = await consumeRefreshToken(deps.sql, presented, client.clientId);
+    const outcome = await consumeRefreshToken(deps.sql, presented, client);
     if (outcome.kind === 'reused') {
       await revokeAccessJtis(deps, client.tenantId, outcome.accessJtis);
       deps.log.warn({ client_id: client.clientId, family: outcome.record.family_id.slice(0, 8) }, 'refresh token reuse: family revoked');

@@ -1,0 +1,26 @@
+import type { Deps } from '../deps.js';
+import type { Router } from '../http/router.js';
+import type { Route } from '../http/types.js';
+import { authorizeRoutes } from './authorize.js';
+import { discoveryRoutes } from './discovery.js';
+import { introspectRoutes } from './introspect.js';
+import { logoutRoutes } from './logout.js';
+import { revokeRoutes } from './revoke.js';
+import { tokenRoutes } from './token.js';
+import { userinfoRoutes } from './userinfo.js';
+
+/**
+ * The OAuth 2.0 / OpenID Connect endpoints: discovery, /authorize, /token, /introspect, /revoke,
+ * /userinfo, /logout. (The sign-in steps /authorize hands over to are login's: src/login/index.ts.)
+ */
+export function oauthRoutes(deps: Deps, router: () => Router): Route[] {
+  return [
+    ...discoveryRoutes(deps, router),
+    ...authorizeRoutes(deps),
+    ...userinfoRoutes(deps),
+    ...logoutRoutes(deps),
+    ...tokenRoutes(deps),
+    ...introspectRoutes(deps),
+    ...revokeRoutes(deps),
+  ];
+}

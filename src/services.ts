@@ -1,0 +1,79 @@
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { Logger } from './log.js';
+import { ClientCache } from './clients/cache.js';
+import { createRedis } from './store/redis.js';
+import { channel, redisChannels } from './store/redis-keys.js';
+import type { Sql } from './store/sql.js';
+import { AccessTokens } from './tokens/access-tokens.js';
+import { ensureKeys, KeyRing } from './tokens/keys.js';
+import { RevocationStore } from './tokens/revocation.js';
+import { deriveKey } from './tokens/secrets.js';
+import { ShardingCache } from './tokens/sharding.js';
+import { Signer } from './tokens/signer.js';
+
+/**
+ * Everything token endpoints use, created once per HTTP process. It lives here, with the process's
+ * wiring, rather than in src/tokens/, because it also holds the client cache (src/clients/), whose
+ * authentication in turn uses src/tokens/.
+ */
+export interface TokenServices {
+  keys: KeyRing;
+  signer: Signer;
+  sharding: ShardingCache;
+  revocations: RevocationStore;
+  clients: ClientCache;
+  accessTokens: AccessTokens;
+  /** Key for client secret and API key hashes (derived from KEY_ENCRYPTION_KEY). */
+  secretKey: Buffer;
+  /** Stops what createTokenServices started (also registered on the lifecycle when one is given). */
+  close(): Promise<void>;
+}
+
+/**
+ * Loads keys and shard generations, starts their refresh timers, the crypto threads and the change
+ * notice subscriber. Each of those is registered on `lifecycle` (when given), which closes them at shutdown.
+ */
+export async function createTokenServices(config: Config, sql: Sql, redis: Redis, log: Logger, lifecycle?: Lifecycle): Promise<TokenServices> {
+  const closers: Array<() => void | Promise<void>> = [];
+  const own = (name: string, close: () => void | Promise<void>) => { closers.push(close); lifecycle?.add(name, { close }); };
+  await ensureKeys(sql, config.keyEncryptionKey, config.tokenSigningAlg);
+  const keys = new KeyRing(sql, config.keyEncryptionKey, config.tokenSigningAlg);
+  await keys.load();
+  const sharding = new ShardingCache(sql);
+  await sharding.load();
+  sharding.start((err) => log.warn({ err }, 'shard generation refresh failed'));
+  own('shard generation refresh', () => sharding.stop());
+  const signer = new Signer(keys, {
+    threads: config.cryptoThreads, maxQueue: config.cryptoQueueMax, maxWaitMs: config.cryptoQueueWaitMs,
+    verifyInPool: config.cryptoVerify === 'pool',
+  });
+  own('crypto threads', () => signer.close());
+  const revocations = new RevocationStore(redis, sql, log);
+  await revocations.ensureLoaded().catch((err) => log.warn({ err: err.message }, 'revocation state not loaded at start; checks fail closed until it is'));
+  const clients = new ClientCache(sql, redis, config.redisPrefix, log);
+  // One subscriber connection for change notices (clients, keys); it may not issue other commands.
+  const sub = createRedis(config, 'subscriber');
+  own('change notice subscriber', () => { sub.disconnect(); });
+  const keysChannel = channel(config, redisChannels.keysChanged);
+  try {
+    await sub.connect();
+    await clients.subscribe(sub);
+    await sub.subscribe(keysChannel);
+    sub.on('message', (ch: string) => { if (ch === keysChannel) keys.load().catch((err) => log.error({ err }, 'key reload failed')); });
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'change notices unavailable; relying on cache expiry');
+  }
+  // Keys also reload on a timer, so a missed notice cannot leave a process on a retired key for long.
+  const keyTimer = setInterval(() => keys.load().catch((err) => log.error({ err }, 'key reload failed')), 60_000);
+  keyTimer.unref();
+  own('key ring reload', () => clearInterval(keyTimer));
+  let closing: Promise<void> | undefined;
+  return {
+    keys, signer, sharding, revocations, clients,
+    accessTokens: new AccessTokens(config, keys, signer, sharding),
+    secretKey: deriveKey(config.keyEncryptionKey, 'client-secrets'),
+    close: () => (closing ??= (async () => { for (const c of closers.reverse()) await c(); })()),
+  };
+}

@@ -1,0 +1,48 @@
+import { newId } from './ids.js';
+import type { Db } from './sql.js';
+
+export interface ConsentRow {
+  id: string; tenant_id: string; user_id: string; client_id: string; scopes: string[]; selected_scopes: string[] | null;
+  granted_at: number; expires_at: number | null; privacy_policy_version: string | null; tos_version: string | null; consent_version: number | null;
+  client_name?: string | null;
+}
+
+export interface ConsentInput {
+  userId: string; clientId: string; scopes: string[];
+  policy: { privacyPolicyVersion: string; tosVersion: string; consentVersion: number };
+}
+
+/** End users' consents to clients, in one tenant. */
+export class ConsentRepository {
+  constructor(private readonly db: Db, private readonly tenantId: string) {}
+
+  /** Records (or widens) a user's consent to a client; returns the scopes now consented. */
+  async upsert(c: ConsentInput): Promise<string[]> {
+    const [row] = await this.db<{ scopes: string[] }[]>`
+      insert into consents (id, tenant_id, user_id, client_id, scopes, privacy_policy_version, tos_version, consent_version)
+      values (${newId('cns')}, ${this.tenantId}, ${c.userId}, ${c.clientId}, ${c.scopes},
+              ${c.policy.privacyPolicyVersion}, ${c.policy.tosVersion}, ${c.policy.consentVersion})
+      on conflict (tenant_id, user_id, client_id) do update set
+        scopes = (select array_agg(distinct s order by s) from unnest(consents.scopes || excluded.scopes) s),
+        granted_at = case when excluded.scopes <@ consents.scopes then consents.granted_at else now_ms() end,
+        privacy_policy_version = excluded.privacy_policy_version, tos_version = excluded.tos_version, consent_version = excluded.consent_version
+      returning scopes`;
+    return row!.scopes;
+  }
+
+  /** The scopes a user consented to for a client, or null when none (or expired). */
+  async find(userId: string, clientId: string): Promise<string[] | null> {
+    const [row] = await this.db<{ scopes: string[]; expires_at: number | null }[]>`
+      select scopes, expires_at from consents where tenant_id = ${this.tenantId} and user_id = ${userId} and client_id = ${clientId}`;
+    if (!row || (row.expires_at !== null && Number(row.expires_at) <= Date.now())) return null;
+    return row.scopes;
+  }
+
+  /** A user's consents, newest first, with the client's name (the client of this tenant only). */
+  async listForUser(userId: string): Promise<ConsentRow[]> {
+    return this.db<ConsentRow[]>`
+      select c.*, cl.name as client_name from consents c
+      left join clients cl on cl.tenant_id = c.tenant_id and cl.client_id = c.client_id
+      where c.tenant_id = ${this.tenantId} and c.user_id = ${userId} order by c.granted_at desc`;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Every Redis key and channel of the service, in one file.
+ *
+ * Prefix: the `cache` connection adds config.redisPrefix (keyPrefix) to every key written here; channels
+ * are not prefixed by ioredis, so `channel()` adds it. BullMQ queues live on the queue connection with
+ * their own prefix (`queuePrefix`), never mixed with these keys.
+ *
+ * Redis Cluster: a command that names several keys needs them in one hash slot, which the part in
+ * `{...}` (the hash tag) decides. Each entry says where its tag is and which multi-key command relies on
+ * it. A key only ever used alone needs no tag (any slot will do); where one is present it groups the
+ * keys of one owner so they can be moved or scanned together. Secrets never appear in key names: codes,
+ * session ids and addresses are hashed first.
+ */
+
+/** The shard of a token id (`g<generation>:<region>:<shard>:...`, see src/tokens/jti.ts). */
+export interface JtiShard { generation: number; region: string; shard: number }
+
+export const redisKeys = {
+  // --- revocation (src/tokens/revocation.ts) ---
+  /**
+   * Present while Redis holds the revocation record (refilled from Postgres when missing). No tag. The
+   * revocation check reads it in one MGET with the jti key, the two marks and the introspection cache
+   * entry: five keys in up to five slots, so on Redis Cluster that MGET must be split per slot (these
+   * formats are what existing data is stored under; they are not changed to share a tag).
+   */
+  revocationLoaded: 'rv:loaded',
+  /** Lock so one process refills at a time (SET NX). No tag: used alone. */
+  revocationRefillLock: 'rv:refilling',
+  /** A revoked token id. Tag `{g<generation>:<region>:<shard>}`: one slot per revocation shard, so a refill pipeline and a shard's keys stay together. */
+  revokedJti: (s: JtiShard, jti: string) => `rv:{g${s.generation}:${s.region}:${s.shard}}:${jti}`,
+  /** Not-before mark of a user (`sub`) or client. Tag `{t:<tenant>}`: a tenant's marks share a slot. */
+  revocationMark: (tenant: string, kind: 'sub' | 'client', id: string) => `rvm:{t:${tenant}}:${kind}:${id}`,
+
+  // --- token endpoints ---
+  /** Cached introspection answer (src/oauth/introspect.ts). Tag `{<resource server client id>}`. */
+  introspection: (clientId: string, tokenHash: string) => `ic:{${clientId}}:${tokenHash}`,
+  /** A client assertion's jti, against replay (src/clients/authenticate.ts, SET NX). Tag `{<client id>}`. */
+  clientAssertion: (clientId: string, jti: string) => `ca:{${clientId}}:${jti}`,
+
+  // --- login (src/login/*) ---
+  /** One-time email code: hash with attempts, tenant, client (a HSET/EXPIRE MULTI and a script on this one key). No tag needed. */
+  otp: (emailHash: string) => `otp:${emailHash}`,
+  /** Code requests per address (rate-limit script, one key per call). No tag needed. */
+  rateAddress: (emailHash: string) => `rl:otp:addr:${emailHash}`,
+  /** Code requests per client IP (rate-limit script, one key per call). No tag needed. */
+  rateIp: (ip: string) => `rl:otp:ip:${ip}`,
+  /** A pending authorization request while the user signs in. Used alone; no tag needed. */
+  interaction: (id: string) => `ia:${id}`,
+  /** A login session, under the hash of its cookie value. Used alone; no tag needed. */
+  session: (sidHash: string) => `sess:${sidHash}`,
+  /**
+   * Authorization code record and its redemption state. Tag `{<code hash>}` on all four: redeeming reads
+   * the record, claims `:used` and reads `:issued` in one MULTI, and recording what was issued writes
+   * `:issued` and reads `:replayed` in another, so the four must share a slot.
+   */
+  authCode: (codeHash: string) => `ac:{${codeHash}}`,
+  authCodeUsed: (codeHash: string) => `ac:{${codeHash}}:used`,
+  authCodeIssued: (codeHash: string) => `ac:{${codeHash}}:issued`,
+  authCodeReplayed: (codeHash: string) => `ac:{${codeHash}}:replayed`,
+  /** Cached consent (scopes) of a user to a client. Used alone; no tag needed. */
+  consent: (tenant: string, userId: string, clientId: string) => `consent:${tenant}:${userId}:${clientId}`,
+
+  // --- check API (src/check/rate-limit.ts) ---
+  /** Checks counted in one minute window for one API key (INCRBY+PEXPIRE MULTI on this key). Tag `{<key id>}`: a key's windows share a slot. */
+  checkRate: (keyId: string, window: number) => `ck:rl:{${keyId}}:${window}`,
+
+  // --- background work ---
+  /** Lock so one process sweeps expired machine credentials per interval (src/principals/sweeper.ts, SET NX). No tag. */
+  principalSweepLock: 'principals:sweep',
+} as const;
+
+/** The login keys, by their old name (src/login/keys.ts re-exports them). */
+export const loginKeys = {
+  otp: redisKeys.otp, rateAddress: redisKeys.rateAddress, rateIp: redisKeys.rateIp, interaction: redisKeys.interaction,
+  session: redisKeys.session, authCode: redisKeys.authCode, authCodeUsed: redisKeys.authCodeUsed,
+  authCodeIssued: redisKeys.authCodeIssued, authCodeReplayed: redisKeys.authCodeReplayed, consent: redisKeys.consent,
+} as const;
+
+/** Pub/sub channels (on the `subscriber` connection; publish from any other). */
+export const redisChannels = {
+  /** A client record changed: evict it from every process's cache (src/clients/cache.ts). */
+  clientsChanged: 'clients:changed',
+  /** The signing key ring changed (`svc keys rotate`): reload it (src/services.ts). */
+  keysChanged: 'keys:changed',
+} as const;
+
+/** A channel name as published and subscribed: ioredis does not apply keyPrefix to channels. */
+export function channel(config: { redisPrefix: string }, name: string): string {
+  return config.redisPrefix + name;
+}
+
+/** BullMQ prefix from config.redisPrefix ("svc:" -> "svc"), so tests and deployments sharing a Redis stay apart. */
+export function queuePrefix(config: { redisPrefix: string }): string {
+  return config.redisPrefix.replace(/:+$/, '') || 'svc';
+}
+
+/** Keys on the queue connection (no keyPrefix; the queue prefix is part of the key). */
+export const queueKeys = {
+  /** The outbox relay's marker that the queue holds what the outbox says it does (src/events/relay.ts). No tag: used alone. */
+  relaySentinel: (config: { redisPrefix: string }) => `${queuePrefix(config)}:webhooks:relay-sentinel`,
+} as const;

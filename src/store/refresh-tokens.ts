@@ -1,0 +1,49 @@
+import type { Db } from './sql.js';
+
+export interface RefreshRecord {
+  id: string; tenant_id: string; client_id: string; sub: string; scope: string; family_id: string;
+  generation: number; shard: number; status: 'active' | 'rotated' | 'revoked'; access_jti: string | null;
+  auth_time: number | null; claims: Record<string, unknown>; expires_at: number;
+}
+
+/** A refresh token row to insert; `id` is the SHA-256 of the token (the token itself is never stored). */
+export interface NewRefreshRow {
+  id: string; clientId: string; sub: string; scope: string; familyId: string; generation: number; shard: number;
+  accessJti: string | null; authTime: number | null; claims: Record<string, unknown>; expiresAt: number;
+}
+
+/**
+ * Refresh tokens of one tenant, by the hash of the token. The token format and the rotation rules are
+ * in src/tokens/refresh-tokens.ts; this is their storage only.
+ */
+export class RefreshTokenRepository {
+  constructor(private readonly db: Db, private readonly tenantId: string) {}
+
+  async insert(r: NewRefreshRow): Promise<void> {
+    await this.db`insert into refresh_tokens (id, tenant_id, client_id, sub, scope, family_id, generation, shard, status, access_jti, auth_time, claims, expires_at)
+      values (${r.id}, ${this.tenantId}, ${r.clientId}, ${r.sub}, ${r.scope}, ${r.familyId}, ${r.generation}, ${r.shard}, 'active',
+              ${r.accessJti}, ${r.authTime}, ${this.db.json(r.claims as never)}, ${r.expiresAt})`;
+  }
+
+  async get(id: string): Promise<RefreshRecord | null> {
+    const [row] = await this.db<RefreshRecord[]>`select * from refresh_tokens where tenant_id = ${this.tenantId} and id = ${id}`;
+    return row ?? null;
+  }
+
+  /** The row, locked until the transaction ends (call on a transaction). */
+  async getForUpdate(id: string): Promise<RefreshRecord | null> {
+    const [row] = await this.db<RefreshRecord[]>`select * from refresh_tokens where tenant_id = ${this.tenantId} and id = ${id} for update`;
+    return row ?? null;
+  }
+
+  async markRotated(id: string, at = Date.now()): Promise<void> {
+    await this.db`update refresh_tokens set status = 'rotated', used_at = ${at} where tenant_id = ${this.tenantId} and id = ${id}`;
+  }
+
+  /** Revokes a whole family; returns the access token ids issued from it. */
+  async revokeFamily(familyId: string): Promise<string[]> {
+    const rows = await this.db<{ access_jti: string | null }[]>`
+      update refresh_tokens set status = 'revoked' where tenant_id = ${this.tenantId} and family_id = ${familyId} returning access_jti`;
+    return rows.map((r) => r.access_jti).filter((j): j is string => !!j);
+  }
+}
