@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
+import { approvalRoutes } from './approvals.js';
 import { auditLogRoutes } from './audit-log.js';
 import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
@@ -20,5 +21,6 @@ export function adminRoutes(deps: Deps): Route[] {
     ...shardingRoutes(deps),
     ...checkApiKeyRoutes(deps),
     ...policyRoutes(deps),
+    ...approvalRoutes(deps),
   ];
 }

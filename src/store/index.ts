@@ -1,3 +1,4 @@
+import { ApprovalRepository } from './approvals.js';
 import { AuditLogRepository } from './audit-log.js';
 import { ClientRepository } from './clients.js';
 import { PrincipalRepository } from './principals.js';
@@ -30,6 +31,7 @@ export class TenantStore {
   get webhooks(): WebhookRepository { return new WebhookRepository(this.db, this.tenantId); }
   get consents(): ConsentRepository { return new ConsentRepository(this.db, this.tenantId); }
   get refreshTokens(): RefreshTokenRepository { return new RefreshTokenRepository(this.db, this.tenantId); }
+  get approvals(): ApprovalRepository { return new ApprovalRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

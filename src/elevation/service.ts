@@ -1,0 +1,94 @@
+import type { Deps } from '../deps.js';
+import { recordEvents, type DomainEvent } from '../events/outbox.js';
+import type { ApprovalRequestRow, ApprovalStepRow, ElevationGrantRow } from '../store/approvals.js';
+import { newId } from '../store/ids.js';
+import type { TenantStore } from '../store/index.js';
+import type { TxSql } from '../store/sql.js';
+import { Conflict, Forbidden, NotFound } from '../errors.js';
+import { ALERT_KIND, deriveRequestStatus, effectiveGrantStatus, effectiveStepStatus, REQUEST_MOVES, STEP_MOVES, TERMINAL_REQUEST, type RequestStatus } from './model.js';
+
+/** Who moved a request: an admin, or the expiry sweep. */
+export interface Mover { type: string; id: string }
+
+export interface Settled { request: ApprovalRequestRow; steps: ApprovalStepRow[]; grants: ElevationGrantRow[]; status: RequestStatus }
+
+/** The RAR (RFC 9396) authorization_details a grant of this request carries. */
+export function authorizationDetails(r: ApprovalRequestRow, grantId: string): Array<Record<string, unknown>> {
+  return [{
+    type: 'svc_elevation', resource_class: r.resource_class, resource_ids: r.resource_ids, actions: [r.requested_action],
+    grant_id: grantId, request_id: r.id, investigation_id: r.investigation_id, redaction_level: r.redaction_level,
+  }];
+}
+
+export function alert(tenantId: string, kind: string, g: { id: string }, r: { id: string; investigation_id: string }, actor: Mover): DomainEvent {
+  return { tenantId, event: 'security.alert', data: { kind, grant_id: g.id, request_id: r.id, investigation_id: r.investigation_id, actor: { type: actor.type, id: actor.id } } };
+}
+
+/** Revokes every unexpired token minted from a grant through the revocation service (Postgres first, then Redis). */
+export async function revokeGrantTokens(deps: Pick<Deps, 'tokens'>, store: TenantStore, grantId: string, now: number): Promise<number> {
+  const live = await store.approvals.liveTokens(grantId, now);
+  for (const t of live) await deps.tokens.revocations.revoke(store.tenantId, t.jti, Math.ceil(Number(t.expires_at) / 1000));
+  return live.length;
+}
+
+/**
+ * Brings a request (locked) to the status its steps and clock give it, inside the caller's transaction:
+ * stores the status, creates the one grant when it becomes approved, and closes every active grant
+ * (revoked, or expired when its own time is up) when it ends. The tokens of a closed grant are revoked
+ * before the transaction commits, so a failure leaves them revoked rather than live (fail closed).
+ */
+export async function settle(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: TenantStore, request: ApprovalRequestRow, actor: Mover, now: number): Promise<Settled> {
+  const repo = store.approvals;
+  const steps0 = await repo.steps(request.id);
+  const status = deriveRequestStatus(request, steps0, now);
+  if (status === 'expired') await repo.closePendingSteps(request.id, 'expired', now);
+  if (status === 'cancelled') await repo.closePendingSteps(request.id, 'cancelled', now);
+  if (status !== request.status) await repo.setRequestStatus(request.id, status);
+  const events: DomainEvent[] = [];
+  let grants = await repo.grants(request.id);
+  if (status === 'approved' && grants.length === 0) {
+    const id = newId('eg');
+    const g = await repo.insertGrant({ id, request_id: request.id, authorization_details: authorizationDetails(request, id), audience: request.audience, expires_at: Number(request.expires_at) });
+    events.push(alert(store.tenantId, ALERT_KIND.issued, g, request, actor));
+  }
+  for (const g of grants) {
+    if (g.status !== 'active') continue;
+    const timeUp = effectiveGrantStatus(g, now) === 'expired';
+    if (!timeUp && !TERMINAL_REQUEST.has(status)) continue;
+    const closed = await repo.closeGrant(g.id, timeUp ? 'expired' : 'revoked', now, timeUp ? 'grant_expired' : `request_${status}`);
+    if (!closed) continue;
+    await revokeGrantTokens(deps, store, g.id, now);
+    events.push(alert(store.tenantId, timeUp ? ALERT_KIND.expired : ALERT_KIND.revoked, g, request, actor));
+  }
+  await recordEvents(tx, events);
+  grants = await repo.grants(request.id);
+  const steps = await repo.steps(request.id);
+  const fresh = (await repo.getRequest(request.id))!;
+  return { request: fresh, steps, grants, status };
+}
+
+/** What a step decision carries. */
+export interface Decision { decision: 'approve' | 'deny'; reason_code?: string | undefined; reason_note?: string | undefined }
+
+/**
+ * Approves or denies one step of a locked request, then settles the request. The requester may not
+ * decide their own request (409 conflict); a step naming its approver accepts that approver only (403);
+ * one approver approves at most one step of a request (four eyes, 409).
+ */
+export async function decideStep(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: TenantStore, request: ApprovalRequestRow, stepId: string,
+  actor: Mover, d: Decision, now: number): Promise<Settled & { step: ApprovalStepRow }> {
+  const steps = await store.approvals.steps(request.id);
+  const step = steps.find((s) => s.id === stepId);
+  if (!step) throw new NotFound('not_found', 'No such approval step.');
+  const status = deriveRequestStatus(request, steps, now);
+  if (!REQUEST_MOVES.decide.has(status)) throw new Conflict('conflict', `The request is ${status}.`);
+  if (!STEP_MOVES[d.decision].has(effectiveStepStatus(step, now))) throw new Conflict('conflict', `The step is ${effectiveStepStatus(step, now)}.`);
+  if (actor.id === request.requester_id) throw new Conflict('conflict', 'The requester cannot approve or deny their own request.');
+  if (step.subject_id !== null && step.subject_id !== actor.id) throw new Forbidden('forbidden', 'This step names another approver.');
+  if (d.decision === 'approve' && steps.some((s) => s.id !== step.id && s.status === 'approved' && s.decided_by === actor.id)) {
+    throw new Conflict('conflict', 'An approver approves at most one step of a request.');
+  }
+  await store.approvals.decideStep(step.id, { status: d.decision === 'approve' ? 'approved' : 'denied', by: actor.id, at: now, reason_code: d.reason_code, reason_note: d.reason_note });
+  const settled = await settle(deps, tx, store, request, actor, now);
+  return { ...settled, step: settled.steps.find((s) => s.id === step.id)! };
+}
