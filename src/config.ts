@@ -34,6 +34,8 @@ export interface Config {
   readonly smtpUrl: string;
   readonly mailFrom: string;
   readonly webhookAllowPrivate: boolean;
+  /** Interval of the BullMQ repeatable job that moves due approval requests and grants to expired. */
+  readonly elevationSweepMs: number;
   readonly webhookConcurrency: number;
   readonly emailConcurrency: number;
   readonly queueWorkers: boolean;
@@ -145,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl: url('SMTP_URL', 'smtp://127.0.0.1:2525', ['smtp:', 'smtps:']),
     mailFrom: str('MAIL_FROM', 'svc <no-reply@svc.local>'),
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', nodeEnv !== 'production'),
+    elevationSweepMs: int('ELEVATION_SWEEP_MS', 15_000, 200, 3_600_000),
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 16, 1, 1000),
     emailConcurrency: int('EMAIL_CONCURRENCY', 32, 1, 1000),
     queueWorkers: bool('QUEUE_WORKERS', true),

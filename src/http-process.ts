@@ -5,6 +5,7 @@ import { HttpServer } from './http/server.js';
 import { createLifecycle, type Lifecycle } from './lifecycle.js';
 import { createLogger, type Logger } from './log.js';
 import { createCredentialSweeper } from './principals/sweeper.js';
+import { createElevationSweeper } from './elevation/sweep.js';
 import { createTokenServices } from './services.js';
 import { closeRedis, createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
@@ -39,6 +40,7 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     // Background work of the process is registered here (or by the module that owns it, through
     // deps.lifecycle), never started by building routes.
     lifecycle.add('machine credential sweeper', createCredentialSweeper(deps));
+    lifecycle.add('elevation expiry sweep', createElevationSweeper(deps));
     const router = buildRouter(deps);
     server = new HttpServer(router, {
       host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,

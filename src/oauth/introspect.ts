@@ -93,5 +93,6 @@ export function activeAnswer(p: JwtPayload): Record<string, unknown> {
   if (p.act !== undefined) out.act = p.act;
   if (p.resource !== undefined) out.resource = p.resource;
   if (p.permissions !== undefined) out.permissions = p.permissions;
+  if (p.authorization_details !== undefined) out.authorization_details = p.authorization_details;
   return out;
 }

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import { JwtError, type JwtPayload } from '../../tokens/jwt.js';
 import { one, required } from '../params.js';
+import { exchangeElevation } from './elevation-exchange.js';
 import { audClaim, narrowScope, resolveTargets, ttlFor, type Grant } from './grant.js';
 
 export const TOKEN_TYPE = {
@@ -44,6 +45,7 @@ export const tokenExchange: Grant = {
   async handle(deps, client, form) {
     const subjectToken = required(form, 'subject_token');
     const subjectType = required(form, 'subject_token_type');
+    if (subjectType === TOKEN_TYPE.elevationGrant) return exchangeElevation(deps, client, form);
     if (!SUBJECT_TYPES.has(subjectType)) throw new OAuthError('invalid_request', 'Unsupported subject_token_type.');
     const requestedType = one(form, 'requested_token_type') ?? TOKEN_TYPE.accessToken;
     if (requestedType !== TOKEN_TYPE.accessToken && requestedType !== TOKEN_TYPE.jwt) throw new OAuthError('invalid_request', 'Unsupported requested_token_type.');
