@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { approvalArtifactRoutes } from './account/approval-artifacts.js';
 import { consentRoutes } from './account/consents.js';
 import { adminRoutes } from './admin/index.js';
 import { webhookRoutes } from './admin/webhooks.js';
@@ -28,6 +29,7 @@ export function routesTable(deps: Deps, router: () => Router): Array<{ owner: st
     { owner: 'src/oauth/index.ts', routes: oauthRoutes(deps, router) },
     { owner: 'src/login/index.ts', routes: loginModules(deps) },
     { owner: 'src/account/consents.ts', routes: consentRoutes(deps) },
+    { owner: 'src/account/approval-artifacts.ts', routes: approvalArtifactRoutes(deps) },
   ];
 }
 

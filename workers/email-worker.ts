@@ -5,7 +5,7 @@ import type { Logger } from '../src/log.js';
 import { EMAIL_QUEUE, emailQueuePrefix, type EmailJob } from '../src/mail/queue.js';
 import { mailKey, unseal } from '../src/mail/seal.js';
 import { createRedis } from '../src/store/redis.js';
-import { loginCodeMail } from '../src/mail/templates.js';
+import { approvalCodeMail, loginCodeMail } from '../src/mail/templates.js';
 
 export interface RunningEmailWorker { close(): Promise<void> }
 
@@ -25,10 +25,10 @@ export async function startEmailWorker(config: Config, log: Logger): Promise<Run
   const connection = createRedis(config, 'worker');
   const worker = new Worker<EmailJob>(EMAIL_QUEUE, async (job: Job<EmailJob>) => {
     const d = job.data;
-    if (d?.template !== 'login_code' || typeof d.to !== 'string') throw new UnrecoverableError('unknown email job');
+    if ((d?.template !== 'login_code' && d?.template !== 'approval_code') || typeof d.to !== 'string') throw new UnrecoverableError('unknown email job');
     let code: string;
     try { code = unseal(key, d.sealed, d.to); } catch { throw new UnrecoverableError('sealed code cannot be opened'); }
-    const mail = loginCodeMail(code, d.clientName, d.expiresInSeconds);
+    const mail = d.template === 'login_code' ? loginCodeMail(code, d.clientName, d.expiresInSeconds) : approvalCodeMail(code, d.requestId, d.expiresInSeconds);
     await transport.sendMail({ from: config.mailFrom, to: d.to, subject: mail.subject, text: mail.text, html: mail.html });
     return 'sent';
   }, { connection, prefix: emailQueuePrefix(config), concurrency: config.emailConcurrency });

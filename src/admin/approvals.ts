@@ -2,7 +2,8 @@ import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
 import { recordEvent } from '../events/outbox.js';
 import type { Route } from '../http/types.js';
-import { ALERT_KIND, DEFAULT_PRESET, deriveRequestStatus, effectiveGrantStatus, POLICY_PRESETS, REQUEST_MOVES } from '../elevation/model.js';
+import { ARTIFACT_MAX_SECONDS } from '../elevation/artifacts.js';
+import { ALERT_KIND, DEFAULT_PRESET, deriveRequestStatus, effectiveGrantStatus, effectiveStepStatus, POLICY_PRESETS, REQUEST_MOVES } from '../elevation/model.js';
 import { alert, decideStep, revokeGrantTokens, settle, type Mover } from '../elevation/service.js';
 import { exchangingClient, issueSubjectToken } from '../elevation/subject-token.js';
 import { grantView, requestListItem, requestView } from '../elevation/view.js';
@@ -120,6 +121,28 @@ export function approvalRoutes(deps: Deps): Route[] {
     }),
     decision('approve'),
     decision('deny'),
+    adminRoute(deps, {
+      method: 'POST', path: '/api/admin/approvals/:requestId/steps/:stepId/artifacts', permission: WRITE, tags, body: 'elevation.artifact-create',
+      summary: 'Issue a single-use approval artifact for a pending step (at most 10 minutes, never past the step)', response: { 201: 'elevation.artifact-created' }, errors: [404, 409],
+      audit: audit('approval_artifact.issue'),
+      handler: async ({ ctx, params, body, mutate }) => {
+        const now = Date.now();
+        const out = await mutate(async (_tx, store) => {
+          const r = found(await store.approvals.getRequest(params.requestId!, { lock: true }), requestNotFound);
+          const steps = await store.approvals.steps(r.id);
+          const step = found(steps.find((s) => s.id === params.stepId), () => new NotFound('not_found', 'No such approval step.'));
+          const status = deriveRequestStatus(r, steps, now);
+          if (!REQUEST_MOVES.decide.has(status) || effectiveStepStatus(step, now) !== 'pending') throw new Conflict('conflict', `The step is ${effectiveStepStatus(step, now)} and its request ${status}.`);
+          const a = await store.approvals.insertArtifact({
+            id: newId('apa'), request_id: r.id, step_id: step.id, method: step.method, approver_id: step.subject_id, issued_by: ctx.actor.id,
+            expires_at: Math.min(now + Math.min(body.expires_in ?? ARTIFACT_MAX_SECONDS, ARTIFACT_MAX_SECONDS) * 1000, Number(step.expires_at)),
+          });
+          const result = { artifact_id: a.id, request_id: r.id, step_id: step.id, method: a.method, approver_id: a.approver_id, expires_at: Number(a.expires_at) };
+          return { result, metadata: { artifact_id: a.id, step_id: step.id }, after: result };
+        });
+        return { status: 201, body: out };
+      },
+    }),
     adminRoute(deps, {
       method: 'POST', path: '/api/admin/approvals/:requestId/grants/:grantId/revoke', permission: WRITE, tags, body: 'elevation.grant-revoke',
       summary: 'Revoke an active grant: every token minted from it becomes inactive at once', response: { 200: 'elevation.grant' }, errors: [404, 409],

@@ -17,7 +17,16 @@ export interface LoginCodeJob {
   expiresInSeconds: number;
 }
 
-export type EmailJob = LoginCodeJob;
+/** A step-up code for completing an approval artifact (src/elevation/artifacts.ts). */
+export interface ApprovalCodeJob {
+  template: 'approval_code';
+  to: string;
+  sealed: string;
+  requestId: string;
+  expiresInSeconds: number;
+}
+
+export type EmailJob = LoginCodeJob | ApprovalCodeJob;
 
 /** BullMQ prefix from config.redisPrefix ("svc:" -> "svc"), so tests and deployments sharing a Redis stay apart. */
 export function emailQueuePrefix(config: Pick<Config, 'redisPrefix'>): string {
@@ -48,6 +57,14 @@ export class MailQueue {
   async sendLoginCode(to: string, code: string, clientName: string, expiresInSeconds: number): Promise<void> {
     try {
       await this.queue.add('login_code', { template: 'login_code', to, sealed: seal(this.key, code, to), clientName, expiresInSeconds });
+    } catch (err) {
+      throw new ServiceUnavailable('The code could not be sent; retry shortly.', 1, err);
+    }
+  }
+
+  async sendApprovalCode(to: string, code: string, requestId: string, expiresInSeconds: number): Promise<void> {
+    try {
+      await this.queue.add('approval_code', { template: 'approval_code', to, sealed: seal(this.key, code, to), requestId, expiresInSeconds });
     } catch (err) {
       throw new ServiceUnavailable('The code could not be sent; retry shortly.', 1, err);
     }

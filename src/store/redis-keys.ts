@@ -60,6 +60,10 @@ export const redisKeys = {
   /** Cached consent (scopes) of a user to a client. Used alone; no tag needed. */
   consent: (tenant: string, userId: string, clientId: string) => `consent:${tenant}:${userId}:${clientId}`,
 
+  // --- approvals (src/elevation/artifacts.ts) ---
+  /** The step-up code of an approval artifact, bound to the artifact and its approver (hash and attempts). Used alone; tag `{t:<tenant>}` groups a tenant's codes. */
+  approvalCode: (tenant: string, artifactId: string, approverId: string) => `apc:{t:${tenant}}:${artifactId}:${approverId}`,
+
   // --- check API (src/check/rate-limit.ts) ---
   /** Checks counted in one minute window for one API key (INCRBY+PEXPIRE MULTI on this key). Tag `{<key id>}`: a key's windows share a slot. */
   checkRate: (keyId: string, window: number) => `ck:rl:{${keyId}}:${window}`,

@@ -1,0 +1,100 @@
+import { adminContext } from '../admin/context.js';
+import { moverOf, requestNotFound } from '../admin/approvals.js';
+import { auditedChange, found } from '../admin/route.js';
+import type { Deps } from '../deps.js';
+import {
+  artifactGone, completionRequirements, issueStepUpCode, mayComplete, REAUTH_MAX_AGE_SECONDS, verifyStepUpCode,
+} from '../elevation/artifacts.js';
+import { deriveRequestStatus, effectiveStepStatus } from '../elevation/model.js';
+import { decideStep } from '../elevation/service.js';
+import { requestSummary, stepView } from '../elevation/view.js';
+import { Conflict, Forbidden } from '../errors.js';
+import type { HttpRequest } from '../http/request.js';
+import { route } from '../http/route.js';
+import type { Route } from '../http/types.js';
+import { loginContext } from '../login/context.js';
+import { deriveKey } from '../tokens/secrets.js';
+
+const APPROVE = 'admin:approvals:approve';
+const tags = ['approvals'];
+const NO_STORE = { 'Cache-Control': 'no-store' };
+
+/**
+ * Approval artifacts as their approver sees them (Bearer of the approver): the spec's detail, the
+ * email_otp step-up code, and completion, which approves or denies the step. Any artifact that is not
+ * the caller's to complete, consumed, or expired answers the same 404.
+ */
+export function approvalArtifactRoutes(deps: Deps): Route[] {
+  const codeKey = deriveKey(deps.config.keyEncryptionKey, 'approval-step-up');
+
+  async function load(req: HttpRequest, artifactId: string) {
+    const ctx = await adminContext(deps, req, APPROVE, 'own');
+    const store = deps.store.forTenant(ctx.tenantId);
+    const now = Date.now();
+    const a = await store.approvals.getArtifact(artifactId);
+    if (!a || a.consumed_at !== null || Number(a.expires_at) <= now) throw artifactGone();
+    const r = found(await store.approvals.getRequest(a.request_id), requestNotFound);
+    if (!mayComplete(a, r, ctx.actor.id)) throw artifactGone();
+    const steps = await store.approvals.steps(r.id);
+    const step = steps.find((s) => s.id === a.step_id);
+    if (!step || effectiveStepStatus(step, now) !== 'pending') throw artifactGone();
+    return { ctx, store, a, r, steps, step, now };
+  }
+
+  return [
+    route({
+      method: 'GET', path: '/api/approval-artifacts/:artifactId', iface: 'admin',
+      doc: { summary: 'An approval artifact awaiting its approver: the request and step it decides, and how to complete it', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'elevation.artifact-detail' }, errors: [401, 403, 404] },
+      handler: async ({ req, params }) => {
+        const { a, r, steps, step, now } = await load(req, params.artifactId!);
+        const s = stepView(step, now);
+        return {
+          headers: NO_STORE,
+          body: {
+            artifact: { artifact_id: a.id, method: a.method, expires_at: Number(a.expires_at) },
+            request: requestSummary(r, deriveRequestStatus(r, steps, now)),
+            approval: { id: s.id, step_key: s.step_key, side: s.side, subject_type: s.subject_type, subject_id: s.subject_id, status: s.status, method: s.method, expires_at: s.expires_at },
+            completion_requirements: completionRequirements(a.method),
+          },
+        };
+      },
+    }),
+    route({
+      method: 'POST', path: '/api/approval-artifacts/:artifactId/email-code', iface: 'admin', body: 'json',
+      doc: { summary: 'Email the approver the one-time code that completes an email_otp artifact', tags, security: 'bearer', permission: APPROVE, responses: { 202: 'elevation.artifact-code-sent' }, errors: [401, 403, 404, 409] },
+      handler: async ({ req, params }) => {
+        const { ctx, store, a, r, now } = await load(req, params.artifactId!);
+        if (a.method !== 'email_otp') throw new Conflict('conflict', 'This artifact is not completed with an emailed code.');
+        const user = await store.users.get(ctx.actor.id);
+        if (!user) throw new Conflict('conflict', 'The approver has no email address on record.');
+        const { code, ttl } = await issueStepUpCode(deps.redis, codeKey, ctx.tenantId, a, ctx.actor.id, now);
+        await loginContext(deps).mail().sendApprovalCode(user.email, code, r.id, ttl);
+        return { status: 202, headers: NO_STORE, body: { sent: true, expires_in: ttl } };
+      },
+    }),
+    route({
+      method: 'POST', path: '/api/approval-artifacts/:artifactId/complete', iface: 'admin', body: 'json', bodySchema: 'elevation.artifact-complete',
+      doc: { summary: 'Complete an artifact: approve or deny its step, with the step-up its method needs (single use)', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'elevation.artifact-completed' }, errors: [400, 401, 403, 404, 409] },
+      handler: async ({ req, params, body }) => {
+        const { ctx, a, r } = await load(req, params.artifactId!);
+        // Step-up proof is what the server recorded, never an assertion the client echoes.
+        if (a.method === 'email_otp') await verifyStepUpCode(deps.redis, codeKey, ctx.tenantId, a.id, ctx.actor.id, body.code);
+        else if (a.method === 'passkey') throw new Conflict('conflict', 'Passkey step-up is not available; issue an artifact with another method.');
+        else if (a.method === 'reauth') {
+          const authTime = Number(ctx.token.auth_time);
+          if (!Number.isFinite(authTime) || Date.now() / 1000 - authTime > REAUTH_MAX_AGE_SECONDS) throw new Forbidden('forbidden', 'Sign in again to complete this artifact.');
+        }
+        const out = await auditedChange(deps, ctx, req, { action: `approval_step.${body.decision}`, resourceType: 'approval_request', resourceId: r.id }, async (tx, store) => {
+          const locked = found(await store.approvals.getRequest(r.id, { lock: true }), requestNotFound);
+          if (!(await store.approvals.consumeArtifact(a.id, Date.now()))) throw artifactGone();
+          const now = Date.now();
+          const s = await decideStep(deps, tx, store, locked, a.step_id, moverOf(ctx), { decision: body.decision, reason_code: body.reason_code, reason_note: body.reason_note }, now);
+          const result = { artifact_id: a.id, decision: body.decision, approval: stepView(s.step, now), request: { public_request_id: r.id, status: s.status } };
+          return { result, metadata: { artifact_id: a.id, method: a.method, step_id: a.step_id, status: s.status }, after: { status: s.status, step: s.step.status } };
+        });
+        return { headers: NO_STORE, body: out };
+      },
+    }),
+  ];
+}
+
