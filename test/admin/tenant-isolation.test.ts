@@ -64,6 +64,13 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/webhooks': { body: { name: 'x', url: 'http://127.0.0.1:9/x', events: ['user.created'] } },
   'PUT /api/admin/webhooks/:id': { body: { name: 'pwned' } },
   'POST /api/admin/webhooks/:id/test': { body: {} },
+  'POST /api/admin/approvals': { body: { request_surface: 's', requested_action: 'read', target_subject_type: 'user', target_subject_id: 'u', resource_class: 'c', reason_code: 'r', audience: 'https://nope.example', approvals: [{ step_key: 'a', side: 'admin_operator', subject_type: 'admin_user', method: 'portal_confirm' }] } },
+  'POST /api/admin/approvals/:requestId/cancel': { body: {} },
+  'POST /api/admin/approvals/:requestId/steps/:stepId/approve': { body: {} },
+  'POST /api/admin/approvals/:requestId/steps/:stepId/deny': { body: {} },
+  'POST /api/admin/approvals/:requestId/steps/:stepId/artifacts': { body: {} },
+  'POST /api/admin/approvals/:requestId/grants/:grantId/revoke': { body: {} },
+  'POST /api/admin/approvals/:requestId/grants/:grantId/subject-token': { body: { client_id: bClient.client_id }, b: true },
 };
 const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}` };
 
@@ -115,7 +122,7 @@ t.test('every admin route is in /openapi.json with its permission, schemas and e
   for (const r of routes) {
     const op = doc.paths[r.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')]?.[r.method.toLowerCase()];
     if (!op) { t.fail(`${r.method} ${r.path} missing`); continue; }
-    t.match(op['x-permission'], /^admin:[a-z-]+:[a-z-]+$/, `${r.method} ${r.path} permission`);
+    t.match(op['x-permission'], /^admin:[a-z-]+(:[a-z-]+)+$/, `${r.method} ${r.path} permission`);
     t.ok(op.responses['401'] && op.responses['403'], `${r.method} ${r.path} error responses`);
     if (r.bodySchema) t.ok(doc.components.schemas[r.bodySchema], `${r.bodySchema} in components`);
   }
