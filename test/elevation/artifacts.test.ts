@@ -102,3 +102,21 @@ t.test('portal_confirm artifact completes without step-up; deny via artifact; ex
   t.equal(r.status, 200);
   t.match(r.body, { decision: 'deny', approval: { status: 'denied', reason_code: 'not_justified' }, request: { status: 'denied' } });
 });
+
+t.test('reauth needs a recent sign-in; passkey is not available yet', async (t) => {
+  const req = (await requester.call('POST', '/api/admin/approvals', requestBody(b.clients.resource_server.audience, [step('re', null, 'reauth'), step('pk', null, 'passkey')]))).body;
+  const re = (await requester.call('POST', `${base(req.public_request_id)}/steps/${req.approvals[0].id}/artifacts`, {})).body;
+  const pk = (await requester.call('POST', `${base(req.public_request_id)}/steps/${req.approvals[1].id}/artifacts`, {})).body;
+  t.same((await bob.call('GET', art(re.artifact_id))).body.completion_requirements, { mode: 'step_up', acceptable_methods: ['reauth'] });
+
+  const stale = await person(srv, b.tenant_id, 'stale', ['admin:approvals:approve'], { authTime: Math.floor(Date.now() / 1000) - 3600 });
+  let r = await stale.call('POST', `${art(re.artifact_id)}/complete`, { decision: 'approve' });
+  t.equal(r.status, 403, 'a sign-in an hour old is not re-authentication');
+  t.match(r.body.error_description, /Sign in again/);
+  r = await bob.call('POST', `${art(re.artifact_id)}/complete`, { decision: 'approve' });
+  t.equal(r.status, 200);
+  t.equal(r.body.request.status, 'partially_approved');
+  r = await ann.call('POST', `${art(pk.artifact_id)}/complete`, { decision: 'approve' });
+  t.equal(r.status, 409, 'passkey step-up is refused until passkeys exist');
+  t.equal((await ann.call('GET', art(pk.artifact_id))).status, 200, 'and the artifact is not spent by the refusal');
+});

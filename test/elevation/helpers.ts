@@ -9,14 +9,14 @@ export const ALL = ['admin:approvals:read', 'admin:approvals:write', 'admin:appr
 export interface Person { id: string; email: string; token: string; call: Api }
 
 /** A user of the tenant with an admin token (as the admin console's login would issue it) holding `permissions`. */
-export async function person(srv: TestServer, tenantId: string, label: string, permissions: string[] = ALL): Promise<Person> {
+export async function person(srv: TestServer, tenantId: string, label: string, permissions: string[] = ALL, opts: { authTime?: number } = {}): Promise<Person> {
   await adminToken(srv, { tenantId, permissions: [] }); // makes sure the tenant's admin client exists
   const email = `${label}-${randomBytes(4).toString('hex')}@example.test`;
   const u = (await srv.deps.store.forTenant(tenantId).users.insert({ email, name: label, emailVerified: true }))!;
   const clientId = `${tenantId}-test-admin`;
   const token = (await srv.deps.tokens.accessTokens.issue({
     tenant: tenantId, sub: u.id, clientId, aud: adminAudience(srv.config.issuer), scope: ADMIN_SCOPE, ttlSeconds: 600,
-    extra: { permissions, tenant_scopes: [{ scope_mode: 'none', tenant_id: null }], email, name: label, auth_time: Math.floor(Date.now() / 1000) },
+    extra: { permissions, tenant_scopes: [{ scope_mode: 'none', tenant_id: null }], email, name: label, auth_time: opts.authTime ?? Math.floor(Date.now() / 1000) },
   })).token;
   return { id: u.id, email, token, call: api(srv, token) };
 }
