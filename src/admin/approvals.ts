@@ -56,7 +56,7 @@ export function approvalRoutes(deps: Deps): Route[] {
       handler: async ({ store, query }) => {
         const now = Date.now();
         const p = page(await store.approvals.listRequests({ ...query, cursor: decodeCursor(query.cursor) }, now), query.limit);
-        return { body: { items: p.items.map((r) => requestListItem(r, now)), cursor: p.next } };
+        return { body: { items: p.items.map((r) => requestListItem(r)), cursor: p.next } };
       },
     }),
     adminRoute(deps, {

@@ -10,7 +10,7 @@ import { ALERT_KIND, deriveRequestStatus, effectiveGrantStatus, effectiveStepSta
 /** Who moved a request: an admin, or the expiry sweep. */
 export interface Mover { type: string; id: string }
 
-export interface Settled { request: ApprovalRequestRow; steps: ApprovalStepRow[]; grants: ElevationGrantRow[]; status: RequestStatus }
+export interface Settled { request: ApprovalRequestRow; steps: ApprovalStepRow[]; grants: ElevationGrantRow[]; status: RequestStatus; /** Whether anything was stored. */ changed: boolean }
 
 /** The RAR (RFC 9396) authorization_details a grant of this request carries. */
 export function authorizationDetails(r: ApprovalRequestRow, grantId: string): Array<Record<string, unknown>> {
@@ -41,9 +41,12 @@ export async function settle(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: Tenan
   const repo = store.approvals;
   const steps0 = await repo.steps(request.id);
   const status = deriveRequestStatus(request, steps0, now);
-  if (status === 'expired') await repo.closePendingSteps(request.id, 'expired', now);
-  if (status === 'cancelled') await repo.closePendingSteps(request.id, 'cancelled', now);
-  if (status !== request.status) await repo.setRequestStatus(request.id, status);
+  // A request that has ended leaves no step pending (a denied request's other steps are cancelled), so
+  // the sweep never finds it again.
+  const pending = steps0.some((s) => s.status === 'pending');
+  if (TERMINAL_REQUEST.has(status) && pending) await repo.closePendingSteps(request.id, status === 'expired' ? 'expired' : 'cancelled', now);
+  let changed = TERMINAL_REQUEST.has(status) && pending;
+  if (status !== request.status) { await repo.setRequestStatus(request.id, status); changed = true; }
   const events: DomainEvent[] = [];
   let grants = await repo.grants(request.id);
   if (status === 'approved' && grants.length === 0) {
@@ -61,10 +64,11 @@ export async function settle(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: Tenan
     events.push(alert(store.tenantId, timeUp ? ALERT_KIND.expired : ALERT_KIND.revoked, g, request, actor));
   }
   await recordEvents(tx, events);
+  changed ||= events.length > 0;
   grants = await repo.grants(request.id);
   const steps = await repo.steps(request.id);
   const fresh = (await repo.getRequest(request.id))!;
-  return { request: fresh, steps, grants, status };
+  return { request: fresh, steps, grants, status, changed };
 }
 
 /** What a step decision carries. */

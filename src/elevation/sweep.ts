@@ -23,6 +23,7 @@ export async function sweepExpiredApprovals(deps: Pick<Deps, 'sql' | 'store' | '
       if (!r) return;
       const before = r.status;
       const s = await settle(deps, tx, store, r, { type: SWEEPER.type, id: SWEEPER.id }, now);
+      if (!s.changed) return;
       await store.auditLog.record(SWEEPER, {
         action: 'approval_request.expire', resourceType: 'approval_request', resourceId: r.id, severity: 'info',
         metadata: { grants: s.grants.map((g) => ({ id: g.id, status: g.status })) }, before: { status: before }, after: { status: s.status },

@@ -39,8 +39,8 @@ export function requestView(r: ApprovalRequestRow, steps: ApprovalStepRow[], gra
 }
 
 /** A list item: the request without its steps' and grants' detail. */
-export function requestListItem(r: ApprovalRequestRow, now: number): Record<string, unknown> {
-  const status = r.status === 'pending' || r.status === 'partially_approved' || r.status === 'approved' ? (Number(r.expires_at) <= now ? 'expired' : r.status) : r.status;
+export function requestListItem(r: ApprovalRequestRow & { effective_status: string }): Record<string, unknown> {
+  const status = r.effective_status;
   return {
     ...requestSummary(r, status), target_subject_type: r.target_subject_type, target_subject_id: r.target_subject_id,
     resource_class: r.resource_class, audience: r.audience, requester: { type: r.requester_type, id: r.requester_id, name: r.requester_name },

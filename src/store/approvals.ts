@@ -28,8 +28,10 @@ export interface ApprovalArtifactRow {
   issued_by: string; expires_at: number; consumed_at: number | null; created_at: number;
 }
 
-/** The status a request reads as now: the stored one, or expired once expires_at has passed. */
-const effective = (db: Db, now: number) => db`(case when status in ('pending', 'partially_approved', 'approved') and expires_at <= ${now} then 'expired' else status end)`;
+/** The status a request reads as now: the stored one, or expired once its or a pending step's expires_at has passed. */
+const effective = (db: Db, now: number) => db`(case when r.status in ('pending', 'partially_approved', 'approved') and (r.expires_at <= ${now}
+  or exists (select 1 from approval_steps s where s.tenant_id = r.tenant_id and s.request_id = r.id and s.status = 'pending' and s.expires_at <= ${now}))
+  then 'expired' else r.status end)`;
 
 /** Approval requests of one tenant, their steps, the grant an approval yields, its tokens, and artifacts. */
 export class ApprovalRepository {
@@ -51,12 +53,14 @@ export class ApprovalRepository {
     return row ?? null;
   }
 
-  listRequests(f: { limit: number; cursor?: Cursor | undefined; status?: string | undefined; investigation_id?: string | undefined }, now: number): Promise<ApprovalRequestRow[]> {
+  /** A page of requests, newest first, each with `effective_status` (its status as it reads at `now`). */
+  listRequests(f: { limit: number; cursor?: Cursor | undefined; status?: string | undefined; investigation_id?: string | undefined }, now: number): Promise<Array<ApprovalRequestRow & { effective_status: string }>> {
     const sql = this.db;
-    return sql<ApprovalRequestRow[]>`select * from approval_requests where tenant_id = ${this.tenantId}
-        ${f.cursor ? sql`and (created_at, id) < (${f.cursor.createdAt}, ${f.cursor.id})` : sql``}
-        ${f.status ? sql`and ${effective(sql, now)} = ${f.status}` : sql``}
-        ${f.investigation_id ? sql`and investigation_id = ${f.investigation_id}` : sql``}
+    return sql<Array<ApprovalRequestRow & { effective_status: string }>>`select * from (select r.*, ${effective(sql, now)} as effective_status
+        from approval_requests r where r.tenant_id = ${this.tenantId}
+        ${f.cursor ? sql`and (r.created_at, r.id) < (${f.cursor.createdAt}, ${f.cursor.id})` : sql``}
+        ${f.investigation_id ? sql`and r.investigation_id = ${f.investigation_id}` : sql``}) x
+      ${f.status ? sql`where effective_status = ${f.status}` : sql``}
       order by created_at desc, id desc limit ${f.limit + 1}`;
   }
 

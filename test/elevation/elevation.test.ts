@@ -192,9 +192,10 @@ t.test('denial (withdrawing an approval) revokes the grant and its tokens; cance
   t.same(await oidc.tokenIntrospection(rs, ex2.access_token), { active: false });
   t.equal((await requester.call('POST', `${base(req2.public_request_id)}/cancel`, {})).status, 409, 'cancelling twice');
 
-  const pending = (await requester.call('POST', '/api/admin/approvals', requestBody(audience(), [step('a', null)]))).body;
+  const pending = (await requester.call('POST', '/api/admin/approvals', requestBody(audience(), [step('a', null), step('b', null)]))).body;
   const d = await ann.call('POST', `${base(pending.public_request_id)}/steps/${pending.approvals[0].id}/deny`, {});
   t.equal(d.body.status, 'denied');
+  t.same(d.body.approvals.map((a: any) => a.status), ['denied', 'cancelled'], 'a denied request leaves no step pending');
   t.same(d.body.grants, []);
 });
 
@@ -258,4 +259,32 @@ t.test('validation: unknown audience, duplicate step keys, no steps', async (t) 
   t.equal(r.status, 422);
   r = await ann.call('POST', '/api/admin/approvals', requestBody(audience(), [step('a', null)]));
   t.equal(r.status, 403, 'creating needs admin:approvals:write');
+});
+
+t.test('a pending step past its own expires_at expires the request (read, list filter, sweep)', async (t) => {
+  const req = (await requester.call('POST', '/api/admin/approvals', requestBody(audience(), [{ ...step('a', null), expires_at: Date.now() + 60_000 }, step('b', null)]))).body;
+  t.ok(req.approvals[0].expires_at < req.expires_at, 'the step keeps its earlier expiry');
+  await srv.deps.sql`update approval_steps set expires_at = ${Date.now() - 1} where tenant_id = ${b.tenant_id} and id = ${req.approvals[0].id}`;
+  const r = await requester.call('GET', base(req.public_request_id));
+  t.equal(r.body.status, 'expired');
+  t.equal(r.body.approvals[0].status, 'expired');
+  const list = await requester.call('GET', `/api/admin/approvals?status=expired&investigation_id=${req.investigation_id}`);
+  t.same(list.body.items.map((i: any) => [i.public_request_id, i.status]), [[req.public_request_id, 'expired']]);
+  t.same((await requester.call('GET', `/api/admin/approvals?status=pending&investigation_id=${req.investigation_id}`)).body.items, []);
+  t.equal((await ann.call('POST', `${base(req.public_request_id)}/steps/${req.approvals[1].id}/approve`, {})).status, 409, 'no decision on an expired request');
+  await waitFor(async () => (await srv.deps.sql`select status from approval_requests where tenant_id = ${b.tenant_id} and id = ${req.public_request_id}`)[0]!.status === 'expired', 10_000);
+  const steps = await srv.deps.sql<{ status: string }[]>`select status from approval_steps where tenant_id = ${b.tenant_id} and request_id = ${req.public_request_id} order by position`;
+  t.same(steps.map((x) => x.status), ['expired', 'expired']);
+});
+
+t.test('list: cursor pagination over the tenant\'s requests', async (t) => {
+  const inv = `inv_page_${Date.now()}`;
+  for (let i = 0; i < 3; i++) await requester.call('POST', '/api/admin/approvals', requestBody(audience(), [step('a', null)], { investigation_id: inv }));
+  const p1 = await requester.call('GET', `/api/admin/approvals?limit=2&investigation_id=${inv}`);
+  t.equal(p1.body.items.length, 2);
+  t.type(p1.body.cursor, 'string');
+  const p2 = await requester.call('GET', `/api/admin/approvals?limit=2&investigation_id=${inv}&cursor=${p1.body.cursor}`);
+  t.equal(p2.body.items.length, 1);
+  t.equal(p2.body.cursor, null);
+  t.equal(new Set([...p1.body.items, ...p2.body.items].map((i: any) => i.public_request_id)).size, 3);
 });
