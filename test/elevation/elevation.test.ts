@@ -288,3 +288,21 @@ t.test('list: cursor pagination over the tenant\'s requests', async (t) => {
   t.equal(p2.body.cursor, null);
   t.equal(new Set([...p1.body.items, ...p2.body.items].map((i: any) => i.public_request_id)).size, 3);
 });
+
+t.test('an exchange racing a revoke never leaves a live token behind', async (t) => {
+  for (let i = 0; i < 4; i++) {
+    const req = await approvedRequest();
+    const st = (await subjectToken(req)).body;
+    const [ex, rv] = await Promise.all([
+      postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: EXCHANGE, subject_token: st.subject_token, subject_token_type: ELEVATION }),
+      requester.call('POST', `${base(req.public_request_id)}/grants/${st.grant_id}/revoke`, {}),
+    ]);
+    t.equal(rv.status, 200);
+    if (ex.status === 200) {
+      const token = (await j(ex)).access_token;
+      t.same(await oidc.tokenIntrospection(rs, token), { active: false }, `round ${i}: exchanged before the revoke, revoked with it`);
+    } else {
+      t.equal(ex.status, 400, `round ${i}: refused after the revoke`);
+    }
+  }
+});
