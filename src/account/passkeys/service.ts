@@ -10,7 +10,7 @@ import { normalizeDeviceName } from './view.js';
 import { registrationOptions, relyingParty, verifyRegistration } from './webauthn.js';
 
 const notFound = () => new NotFound('not_found', 'No such passkey.');
-const badName = () => new ValidationError({ device_name: ['must be 1 to 100 characters after trimming'] });
+const badName = () => new ValidationError({ device_name: ['must be 1 to 100 characters after trimming'] }, 'The name must be 1 to 100 characters.');
 
 /** Whether the tenant lets users sign in with emailed codes. No tenant can turn them off yet, so always true. */
 export function emailCodesEnabled(_tenantId: string): boolean { return true; }
