@@ -92,3 +92,22 @@ t.test('delete needs a recent sign-in; the re-authentication path makes the sess
   const changes = await srv.deps.sql<{ data: { change: string } }[]>`select data from event_outbox where tenant_id = ${tenant.tenant_id} and event = 'user.updated' and data->>'user_id' = ${user.id} order by id`;
   t.same(changes.map((c) => c.data.change), ['passkey_renamed', 'passkey_deleted']);
 });
+
+t.test('passkey sign-in refuses garbage and unknown credentials with 400, never 500', async (t) => {
+  const web = tenant.clients.web;
+  const start = await j(await fetch(`${base}/authorize?${new URLSearchParams({ response_type: 'code', client_id: web.client_id, redirect_uri: web.redirect_uris[0]!, scope: 'openid' })}`, { headers: { accept: 'application/json' } }));
+  const interaction = start.interaction as string;
+  const post = (body: unknown) => fetch(`${base}/login/passkey/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const options = await j(await fetch(`${base}/login/passkey/options`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ interaction }) }));
+  t.equal(options.options.userVerification, 'required');
+  t.same(options.options.allowCredentials, [], 'discoverable: no allow list');
+  for (const response of [null, 'x', { id: 'x' }, { id: 'x', rawId: 'x', type: 'public-key', response: null }]) {
+    const res = await post({ interaction, response });
+    t.equal(res.status, 400, `malformed ${JSON.stringify(response)}`);
+  }
+  const unknown = await post({ interaction, response: { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' } } });
+  t.equal(unknown.status, 400);
+  t.same((await j(unknown)).details, { passkey: ['unknown_credential'] });
+  const stale = await post({ interaction: 'x'.repeat(24), response: { id: `cred-${user.id}`, rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' } } });
+  t.equal(stale.status, 400, 'an expired interaction');
+});
