@@ -59,11 +59,13 @@ export function signedOutOfAccountPage(cookies?: string[]): Reply {
 }
 
 /** Re-authentication: an emailed code to the signed-in address. */
-export function reauthPage(a: { email: string; csrf: string; sent: boolean; error?: string; cookies?: string[]; status?: number }): Reply {
+export function reauthPage(a: { email: string; csrf: string; sent: boolean; hasPasskeys?: boolean; error?: string; cookies?: string[]; status?: number }): Reply {
   const error = a.error ? `<p class="error" role="alert">${esc(a.error)}</p>` : '';
   const body = a.sent
     ? `<p>We emailed a code to <strong>${esc(a.email)}</strong>.</p>${error}<form method="post" action="/account/reauth/verify">${hidden('csrf_token', a.csrf)}` +
       `<label for="code">One-time code</label><input id="code" name="code" inputmode="numeric" pattern="[0-9]*" autocomplete="one-time-code" required maxlength="10" autofocus><button type="submit">Confirm</button></form>`
-    : `<p>For your security, confirm it is you before changing your passkeys.</p>${error}<form method="post" action="/account/reauth/send">${hidden('csrf_token', a.csrf)}<button type="submit">Email me a code</button></form>`;
-  return page('Confirm it is you', body, { status: a.status, cookies: a.cookies });
+    : `<p>For your security, confirm it is you before changing your passkeys.</p>${error}` +
+      (a.hasPasskeys ? `<button type="button" id="passkey-reauth" hidden>Use a passkey</button><p id="passkey-status" class="error" role="alert" hidden></p>` : '') +
+      `<form method="post" action="/account/reauth/send" class="secondary">${hidden('csrf_token', a.csrf)}<button type="submit">Email me a code</button></form>`;
+  return page('Confirm it is you', body, { status: a.status, cookies: a.cookies, scripts: [PASSKEY_SCRIPT] });
 }

@@ -86,7 +86,8 @@ export function accountRoutes(deps: Deps): Route[] {
         const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
         if (!session) return signedOutOfAccountPage();
         const csrf = csrfFor(ctx, req);
-        return reauthPage({ email: session.email, csrf: csrf.token, sent: false, cookies: csrf.cookie ? [csrf.cookie] : undefined });
+        const hasPasskeys = (await deps.store.forTenant(session.tenantId).passkeys.countForUser(session.userId)) > 0;
+        return reauthPage({ email: session.email, csrf: csrf.token, sent: false, hasPasskeys, cookies: csrf.cookie ? [csrf.cookie] : undefined });
       },
     },
     {

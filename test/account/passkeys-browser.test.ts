@@ -6,7 +6,9 @@ import { providerOf } from '../../src/account/passkeys/providers.js';
 import { createClient } from '../../src/clients/create.js';
 import { GRANT } from '../../src/clients/model.js';
 import { closeLogin } from '../../src/login/index.js';
+import { sha256 } from '../../src/login/keys.js';
 import { createSession } from '../../src/login/sessions.js';
+import { redisKeys } from '../../src/store/redis-keys.js';
 import { createLogger } from '../../src/log.js';
 import { startSmtpSink } from '../../src/mail/dev-sink.js';
 import { startEmailWorker } from '../../workers/email-worker.js';
@@ -118,6 +120,20 @@ if (!fs.existsSync(CHROMIUM)) {
     t.equal(a.error, 'not_found');
     t.same(a, b, 'a foreign id and an unknown id answer the same');
     t.equal((await srv.deps.store.forTenant(tenant.tenant_id).passkeys.getForUser(user.id, stored!.id))?.device_name, 'Work laptop');
+
+    // An old sign-in cannot delete: the page sends the user to confirm it is them, here with the passkey.
+    const sessionKey = redisKeys.session(sha256(cookie.slice('svc_session='.length)));
+    const record = JSON.parse((await srv.deps.redis.get(sessionKey))!);
+    await srv.deps.redis.set(sessionKey, JSON.stringify({ ...record, authTime: record.authTime - 600 }), 'KEEPTTL');
+    await page.goto(`${base}/account`);
+    await Promise.all([page.waitForURL(/\/account\/reauth$/), page.getByRole('button', { name: 'Delete Work laptop' }).click()]);
+    t.equal(await page.title(), 'Confirm it is you');
+    await Promise.all([page.waitForURL(/\/account\?done=reauth/), page.getByRole('button', { name: 'Use a passkey' }).click()]);
+    const renewed = await sessionHeader(context);
+    t.not(renewed, cookie, 'a new session after re-authentication');
+    const opts = await fetch(`${base}/api/account/passkeys/registration-options`, { method: 'POST', headers: { cookie: renewed, 'content-type': 'application/json' }, body: '{}' });
+    t.equal(opts.status, 200, 'the new session is recent');
+    t.equal((await srv.deps.store.forTenant(tenant.tenant_id).passkeys.listForUser(user.id)).length, 1, 'nothing was deleted on the way');
 
     // Sign out from the account page, then sign in with the passkey through /authorize: first by the
     // email field's autofill (conditional mediation, which the virtual authenticator answers at once).

@@ -55,6 +55,20 @@ export const PASSKEY_JS = String.raw`// The pages' only script: the WebAuthn cal
     }
   }
 
+  // Re-authentication page: confirm with one of the user's passkeys.
+  var reauth = document.getElementById('passkey-reauth');
+  if (reauth && window.PublicKeyCredential) {
+    reauth.hidden = false;
+    reauth.addEventListener('click', function () {
+      say(status, '');
+      post('/api/account/reauth/options', {})
+        .then(function (r) { return navigator.credentials.get({ publicKey: requestOptions(r.options) }); })
+        .then(function (cred) { return fetch('/api/account/reauth', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ response: toJSON(cred) }) }); })
+        .then(function (res) { if (res.status !== 204) return res.json().then(function (j) { var e = new Error('refused'); e.body = j; throw e; }); window.location.assign('/account?done=reauth'); })
+        .catch(function (e) { say(status, (e && e.body && e.body.error_description) || 'The passkey did not confirm it is you. Try an emailed code.'); });
+    });
+  }
+
   // Account page: add a passkey.
   var add = document.getElementById('passkey-add');
   if (add && window.PublicKeyCredential) {

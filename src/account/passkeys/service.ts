@@ -1,4 +1,4 @@
-import type { RegistrationResponseJSON } from '@simplewebauthn/server';
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { Deps } from '../../deps.js';
 import { Conflict, NotFound, ValidationError } from '../../errors.js';
 import { recordEvent } from '../../events/outbox.js';
@@ -7,7 +7,7 @@ import type { PasskeyRow } from '../../store/passkeys.js';
 import { requireRecent } from '../session.js';
 import { providerOf } from './providers.js';
 import { normalizeDeviceName } from './view.js';
-import { registrationOptions, relyingParty, verifyRegistration } from './webauthn.js';
+import { authenticationOptions, PasskeyRefused, registrationOptions, relyingParty, verifyAssertion, verifyRegistration } from './webauthn.js';
 
 const notFound = () => new NotFound('not_found', 'No such passkey.');
 const badName = () => new ValidationError({ device_name: ['must be 1 to 100 characters after trimming'] }, 'The name must be 1 to 100 characters.');
@@ -64,4 +64,34 @@ export async function deletePasskey(deps: Deps, session: Session, id: string): P
     await passkeys.delete(session.userId, id);
     await recordEvent(tx, { tenantId: session.tenantId, event: 'user.updated', data: { user_id: session.userId, change: 'passkey_deleted', passkey_id: id } });
   });
+}
+
+/** Options to confirm the session's user with one of their own passkeys (any session age). */
+export async function startReauth(deps: Deps, session: Session) {
+  const own = await deps.store.forTenant(session.tenantId).passkeys.listForUser(session.userId);
+  if (!own.length) throw new PasskeyRefused('no_passkey', 'You have no passkey yet: confirm with an emailed code.');
+  return authenticationOptions(deps.redis, relyingParty(deps.config), { kind: 'reauth', tenantId: session.tenantId, userId: session.userId }, own);
+}
+
+/**
+ * Confirms the session's user with a passkey assertion: only the user's own credential counts, the
+ * counter must move forward, and `auth.login` (method passkey, client `account`) is recorded. The caller
+ * replaces the session with one carrying a fresh sign-in time.
+ */
+export async function finishReauth(deps: Deps, session: Session, response: AuthenticationResponseJSON): Promise<void> {
+  const store = deps.store.forTenant(session.tenantId);
+  const passkey = typeof response.id === 'string' ? await store.passkeys.findByCredentialId(response.id) : null;
+  if (!passkey || passkey.user_id !== session.userId) throw new PasskeyRefused('unknown_credential', 'This passkey is not one of yours.');
+  const out = await verifyAssertion(deps.redis, relyingParty(deps.config), { kind: 'reauth', tenantId: session.tenantId, userId: session.userId }, response, passkey);
+  const moved = out.ok && await deps.store.transaction(session.tenantId, async ({ passkeys }, tx) => {
+    if (!(await passkeys.recordUse(passkey.id, passkey.counter, out.newCounter, out.backedUp))) return false;
+    await recordEvent(tx, { tenantId: session.tenantId, event: 'auth.login', data: { user_id: session.userId, client_id: 'account', method: 'passkey', passkey_id: passkey.id } });
+    return true;
+  });
+  if (moved) return;
+  const reason = out.ok ? 'counter_regression' : out.reason;
+  if (reason === 'counter_regression') {
+    await deps.store.transaction(session.tenantId, (_s, tx) => recordEvent(tx, { tenantId: session.tenantId, event: 'security.alert', data: { user_id: session.userId, client_id: 'account', reason: 'passkey_counter_regression', passkey_id: passkey.id } }));
+  }
+  throw new PasskeyRefused(reason);
 }
