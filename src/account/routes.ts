@@ -14,6 +14,7 @@ import { loginUser } from '../login/users.js';
 import { normalizeEmail } from '../users/email.js';
 import { accountPage, reauthPage, signedOutOfAccountPage } from './page.js';
 import { deletePasskey, renamePasskey } from './passkeys/service.js';
+import { passkeyLoginRoutes } from './passkeys/login.js';
 import { passkeyApiRoutes } from './passkeys/routes.js';
 import { revokeConsent } from './revoke-consent.js';
 
@@ -23,7 +24,7 @@ const NOTICE = /^(added|renamed|deleted|revoked|reauth)$/;
 
 /**
  * The account page (/account) and its form posts (each with a CSRF token), server-rendered like the
- * login pages, plus the passkey JSON API it calls. A post answers 303 back to the page with a notice.
+ * login pages, plus the passkey JSON API it calls and passkey sign-in for the login page. A post answers 303 back to the page with a notice.
  */
 export function accountRoutes(deps: Deps): Route[] {
   const ctx = loginContext(deps);
@@ -58,6 +59,8 @@ export function accountRoutes(deps: Deps): Route[] {
   const form = { iface: 'public' as const, html: true, body: 'form' as const, bodyLimit: 8192 };
   return [
     ...passkeyApiRoutes(deps),
+    // Passkey sign-in at /authorize lives here (beside the WebAuthn code), not in src/login: login must not depend on account.
+    ...passkeyLoginRoutes(deps),
     {
       method: 'GET', path: '/account', iface: 'public', html: true,
       doc: { summary: 'The account page: email, passkeys, applications with access, recent activity', tags: ['account'], security: 'session', responses: { 200: null } },

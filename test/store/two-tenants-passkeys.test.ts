@@ -1,26 +1,13 @@
 import t from 'tap';
 import { recordEvent } from '../../src/events/outbox.js';
 import { newId } from '../../src/store/ids.js';
-import { Store } from '../../src/store/index.js';
-import { createSql } from '../../src/store/sql.js';
 import { storeRefreshToken } from '../../src/tokens/refresh-tokens.js';
-import { uniqueName } from '../helpers/env.js';
+import { twoTenants } from '../helpers/two-tenants.js';
 
 // In the manner of Hydra's persister_nid_test: passkeys, account activity, consent deletion and the
 // per-grant refresh token revocation through tenant B never see or touch tenant A's rows, even when B
 // names A's user, passkey id, credential id, consent id or client; A's rows are unchanged afterwards.
-const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 4 });
-const store = new Store(sql);
-const tenantA = uniqueName('pk-a');
-const tenantB = uniqueName('pk-b');
-await sql`insert into tenants (id, name) values (${tenantA}, ${tenantA}), (${tenantB}, ${tenantB})`;
-t.teardown(async () => {
-  await sql`delete from refresh_tokens where tenant_id in (${tenantA}, ${tenantB})`;
-  await sql`delete from tenants where id in (${tenantA}, ${tenantB})`;
-  await sql.end({ timeout: 5 });
-});
-const A = store.forTenant(tenantA);
-const B = store.forTenant(tenantB);
+const { sql, tenantA, tenantB, A, B } = await twoTenants('pk');
 const userA = newId('u');
 const userB = newId('u');
 const client = newId('c');
