@@ -220,6 +220,8 @@ if (!fs.existsSync(CHROMIUM)) {
     const tok = await j(await postForm(`${base}/token`, web, { grant_type: 'authorization_code', code: landed.searchParams.get('code')!, redirect_uri: callback }));
     const list = await j(await fetch(`${base}/api/user/consents`, { headers: { authorization: `Bearer ${tok.access_token}` } }));
     t.equal(list.total, 1);
+    const bearerPatch = await fetch(`${base}/api/account/passkeys/pk_any`, { method: 'PATCH', headers: { authorization: `Bearer ${tok.access_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ device_name: 'x' }) });
+    t.equal(bearerPatch.status, 401, 'the passkey endpoint takes the session cookie, not a Bearer token');
     const unknown = await fetch(`${base}/api/user/consents/cns_unknown`, { method: 'DELETE', headers: { authorization: `Bearer ${tok.access_token}` } });
     t.equal(unknown.status, 404);
     const del = await fetch(`${base}/api/user/consents/${list.consents[0].id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tok.access_token}` } });
