@@ -1,5 +1,5 @@
 import type { Config } from './config.js';
-import { adminAudience, ADMIN_SCOPE } from './admin/context.js';
+import { adminAudience, ADMIN_SCOPE } from './admin-access.js';
 import { createClient, type ClientInput } from './clients/create.js';
 import { GRANT } from './clients/model.js';
 import { ClientRepository } from './store/clients.js';

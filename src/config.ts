@@ -41,6 +41,9 @@ export interface Config {
   readonly queueWorkers: boolean;
   /** One-time codes one client address may request per minute (raise it for load tests from one host). */
   readonly loginIpLimitPerMinute: number;
+  /** WebAuthn relying party id (WEBAUTHN_RP_ID, default the issuer's host name) and accepted origins (WEBAUTHN_ORIGINS, comma-separated, default the issuer's origin). */
+  readonly webauthnRpId: string;
+  readonly webauthnOrigins: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -152,7 +155,11 @@ export function loadConfig(env: Env = process.env): Config {
     emailConcurrency: int('EMAIL_CONCURRENCY', 32, 1, 1000),
     queueWorkers: bool('QUEUE_WORKERS', true),
     loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
+    webauthnRpId: str('WEBAUTHN_RP_ID', new URL(issuer).hostname),
+    webauthnOrigins: Object.freeze(str('WEBAUTHN_ORIGINS', new URL(issuer).origin).split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean)),
   };
+  for (const o of config.webauthnOrigins) if (!/^https?:\/\/[^/]+$/.test(o)) problems.push(`WEBAUTHN_ORIGINS entries must be origins (scheme://host[:port]), got "${o}"`);
+  if (!/^[a-z0-9.-]+$/i.test(config.webauthnRpId)) problems.push('WEBAUTHN_RP_ID must be a host name');
   const validLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
   if (!validLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${validLevels.join(', ')}`);
   if (problems.length) throw new ConfigError(problems);

@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
 import { userBearer } from '../login/bearer.js';
+import { revokeConsent } from './revoke-consent.js';
 import type { ConsentRow } from '../store/consents.js';
 
 /** The spec's User consent object (timestamps in epoch milliseconds). */
@@ -15,7 +16,7 @@ export function consentView(r: ConsentRow): Record<string, unknown> {
   return out;
 }
 
-/** GET /api/user/consents: the caller's consents (Bearer token of the end user). */
+/** GET /api/user/consents: the caller's consents; DELETE one to withdraw it (Bearer token of the end user). */
 export function consentRoutes(deps: Deps): Route[] {
   return [{
     method: 'GET', path: '/api/user/consents', iface: 'admin',
@@ -24,6 +25,14 @@ export function consentRoutes(deps: Deps): Route[] {
       const p = await userBearer(deps, req);
       const rows = await deps.store.forTenant(p.tenant).consents.listForUser(p.sub!);
       return { headers: { 'Cache-Control': 'no-store' }, body: { consents: rows.map(consentView), total: rows.length } };
+    },
+  }, {
+    method: 'DELETE', path: '/api/user/consents/:id', iface: 'admin', body: 'none',
+    doc: { summary: 'Withdraw a consent: the application\'s refresh and access tokens for the caller stop working', tags: ['account'], security: 'bearer', responses: { 204: null }, errors: [401, 404] },
+    handler: async (req) => {
+      const p = await userBearer(deps, req);
+      await revokeConsent(deps, String(p.tenant), p.sub!, req.params.id!);
+      return { status: 204, headers: { 'Cache-Control': 'no-store' } };
     },
   }];
 }

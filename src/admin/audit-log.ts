@@ -3,7 +3,7 @@ import { NotFound } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { decodeCursor, page } from '../store/cursor.js';
 import { AUDIT_SENSITIVE, auditView } from './audit.js';
-import { hasPermission } from './permissions.js';
+import { hasPermission } from '../admin-access.js';
 import { adminRoute } from './route.js';
 
 const READ = 'admin:audit-log:read';

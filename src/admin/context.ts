@@ -9,9 +9,7 @@ import { resolveTenant, type TenantMode } from './checks/resolve-tenant.js';
 import { enforcePolicies } from './policy-engine.js';
 import type { AdminContext } from './types.js';
 
-export { adminAudience } from './checks/check-audience.js';
-export { ADMIN_SCOPE } from './checks/check-permission.js';
-export { hasPermission } from './permissions.js';
+export { adminAudience, ADMIN_SCOPE, hasPermission } from '../admin-access.js';
 export type { AdminContext } from './types.js';
 
 /**

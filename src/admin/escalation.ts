@@ -1,5 +1,5 @@
 import { Forbidden } from '../errors.js';
-import { hasPermission } from './permissions.js';
+import { hasPermission } from '../admin-access.js';
 import type { AdminContext } from './types.js';
 
 /** Permission strings: colon-separated segments; `*` is a wildcard segment (see hasPermission). */

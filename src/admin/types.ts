@@ -11,5 +11,4 @@ export interface AdminContext {
   token: JwtPayload;
 }
 
-/** One entry of an admin token's `tenant_scopes` claim. */
-export type TenantScope = { scope_mode: 'none' | 'all' | 'allow'; tenant_id: string | null };
+export type { TenantScope } from '../admin-access.js';

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { adminAudience, ADMIN_SCOPE } from './context.js';
+import { adminAudience, ADMIN_SCOPE } from '../admin-access.js';
 
 
 /**

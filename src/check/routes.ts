@@ -1,4 +1,4 @@
-import { hasPermission } from '../admin/permissions.js';
+import { hasPermission } from '../admin-access.js';
 import type { Deps } from '../deps.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
 import type { SchemaTypes } from '../generated/types.js';

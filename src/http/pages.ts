@@ -11,10 +11,12 @@ const STYLESHEET = '/login/assets/login.css';
  * origin, since Chromium applies form-action to the redirects that follow a submission), never framed,
  * never cached.
  */
-export function pageHeaders(formTargets: string[] = []): Record<string, string> {
+export function pageHeaders(formTargets: string[] = [], scripts = false): Record<string, string> {
   const extra = formTargets.length ? ` ${[...new Set(formTargets)].join(' ')}` : '';
+  // Pages with passkeys load one script file from us (no inline script) that calls our own JSON endpoints.
+  const script = scripts ? " script-src 'self'; connect-src 'self';" : '';
   return {
-    'Content-Security-Policy': `default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'${extra}; frame-ancestors 'none'; base-uri 'none'`,
+    'Content-Security-Policy': `default-src 'none';${script} style-src 'self'; img-src 'self'; form-action 'self'${extra}; frame-ancestors 'none'; base-uri 'none'`,
     'X-Frame-Options': 'DENY',
     'Cache-Control': 'no-store',
     Pragma: 'no-cache',
@@ -24,11 +26,12 @@ export function pageHeaders(formTargets: string[] = []): Record<string, string> 
 }
 
 /** A whole page: `body` is HTML already escaped by the caller; the title is escaped here. */
-export function page(title: string, body: string, opts: { status?: number; cookies?: string[] | undefined; formTargets?: string[] } = {}): Reply {
+export function page(title: string, body: string, opts: { status?: number; cookies?: string[] | undefined; formTargets?: string[]; scripts?: string[] } = {}): Reply {
+  const scripts = (opts.scripts ?? []).map((src) => `<script src="${escapeHtml(src)}" defer></script>`).join('');
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="${STYLESHEET}"></head>` +
+    `<title>${escapeHtml(title)}</title><link rel="stylesheet" href="${STYLESHEET}">${scripts}</head>` +
     `<body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`;
-  return { status: opts.status ?? 200, type: 'text/html; charset=utf-8', headers: pageHeaders(opts.formTargets), cookies: opts.cookies, body: html };
+  return { status: opts.status ?? 200, type: 'text/html; charset=utf-8', headers: pageHeaders(opts.formTargets, scripts !== ''), cookies: opts.cookies, body: html };
 }
 
 /** The one error page: what went wrong, and where to go from here. */

@@ -1,8 +1,8 @@
 import { ValidationError, type Details } from '../errors.js';
-import { validators } from '../generated/index.js';
+import { validators, type ValidateFn } from '../generated/index.js';
 
-export interface AjvError { instancePath: string; keyword: string; message?: string; params: Record<string, any> }
-export type ValidateFn = ((data: unknown) => boolean) & { errors?: AjvError[] | null };
+export type { ValidateFn } from '../generated/index.js';
+export type AjvError = NonNullable<ValidateFn['errors']>[number];
 
 /** Looks up a compiled validator; a missing id is a programming error caught at start-up. */
 export function validatorFor(id: string): ValidateFn {

@@ -2,14 +2,21 @@ import { escapeHtml as esc } from '../http/html.js';
 import { page } from '../http/pages.js';
 import type { Reply } from '../http/types.js';
 
+/** The pages' WebAuthn script (src/account/assets/passkey-js.ts). */
+export const PASSKEY_SCRIPT = '/assets/passkey.js';
+
 const hidden = (name: string, value: string) => `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`;
 const alert = (msg?: string) => (msg ? `<p class="error" role="alert">${esc(msg)}</p>` : '');
 
 export function emailPage(a: { clientName: string; csrf: string; interaction: string; email?: string; error?: string; status?: number; cookies?: string[] }): Reply {
   return page('Sign in', `<p>Sign in to continue to <strong>${esc(a.clientName)}</strong>. We will email you a one-time code.</p>${alert(a.error)}` +
     `<form method="post" action="/email-code/generate">${hidden('csrf_token', a.csrf)}${hidden('interaction', a.interaction)}` +
-    `<label for="email">Email address</label><input id="email" name="email" type="email" autocomplete="email" required maxlength="254" autofocus value="${esc(a.email ?? '')}">` +
-    `<button type="submit">Email me a code</button></form>`, { status: a.status, cookies: a.cookies });
+    `<label for="email">Email address</label><input id="email" name="email" type="email" autocomplete="username webauthn" required maxlength="254" autofocus value="${esc(a.email ?? '')}">` +
+    `<button type="submit">Email me a code</button></form>` +
+    // Shown by the script when the browser has WebAuthn; the interaction id travels as data, not code.
+    `<div class="secondary"><button type="button" id="passkey-signin" data-interaction="${esc(a.interaction)}" hidden>Sign in with a passkey</button></div>` +
+    `<p id="passkey-status" class="error" role="alert" hidden></p>`,
+  { status: a.status, cookies: a.cookies, scripts: [PASSKEY_SCRIPT] });
 }
 
 export function codePage(a: { email: string; csrf: string; interaction: string; expiresIn: number; formTargets: string[]; error?: string; status?: number; cookies?: string[] }): Reply {
@@ -52,4 +59,7 @@ input{width:100%;box-sizing:border-box;font-size:1rem;padding:.6rem;border:1px s
 button{margin-top:1rem;font-size:1rem;padding:.6rem 1.2rem;border:0;border-radius:4px;background:#0b57d0;color:#fff;cursor:pointer}
 .secondary button{background:#fff;color:#0b57d0;border:1px solid #0b57d0}
 .error{color:#b00020;font-weight:600}:focus{outline:3px solid #f9a825;outline-offset:2px}
+h2{font-size:1.1rem;margin:1.5rem 0 .5rem}.muted{color:#555;font-size:.9rem}.notice{color:#0a6b2d;font-weight:600}
+.items{list-style:none;padding:0}.items li{border-top:1px solid #ddd;padding:.75rem 0}.activity{padding-left:1.2rem}
+.items form{display:inline-block;margin-right:.5rem}.items input{margin-top:.25rem}[hidden]{display:none!important}
 `;

@@ -1,4 +1,4 @@
-import { adminAudience, ADMIN_SCOPE } from '../admin/context.js';
+import { adminAudience, ADMIN_SCOPE } from '../admin-access.js';
 import { GRANT } from '../clients/model.js';
 import type { TenantStore } from '../store/index.js';
 import type { NewPrincipal, PrincipalRepository } from '../store/principals.js';

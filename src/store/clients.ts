@@ -1,6 +1,32 @@
-import type { Client } from '../clients/model.js';
+import type { TenantScope } from '../admin-access.js';
 import type { Cursor } from './cursor.js';
 import type { Db, Sql } from './sql.js';
+
+/** An OAuth client as the token endpoints see it (never carries the secret, only its keyed hash). */
+export interface Client {
+  clientId: string;
+  tenantId: string;
+  name: string;
+  secretHash: Buffer | null;
+  authMethod: 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none';
+  grantTypes: string[];
+  scopes: string[];
+  redirectUris: string[];
+  postLogoutRedirectUris: string[];
+  allowedAudiences: string[];
+  audience: string | null;
+  strictValidation: boolean;
+  canIntrospect: boolean;
+  firstParty: boolean;
+  accessTokenTtl: number | null;
+  refreshTokenTtl: number | null;
+  jwks: { keys: Array<Record<string, unknown>> } | null;
+  permissions: string[];
+  tenantScopes: TenantScope[];
+  status: 'active' | 'disabled';
+  createdAt: number;
+  updatedAt: number;
+}
 
 /** A client as administration shows it: every column but the secret hash. */
 export interface ClientRow {

@@ -45,4 +45,11 @@ export class ConsentRepository {
       left join clients cl on cl.tenant_id = c.tenant_id and cl.client_id = c.client_id
       where c.tenant_id = ${this.tenantId} and c.user_id = ${userId} order by c.granted_at desc`;
   }
+
+  /** Deletes one of the user's consents; returns its client, or null when the user has no such consent. */
+  async deleteForUser(userId: string, id: string): Promise<{ clientId: string } | null> {
+    const [row] = await this.db<{ client_id: string }[]>`
+      delete from consents where tenant_id = ${this.tenantId} and user_id = ${userId} and id = ${id} returning client_id`;
+    return row ? { clientId: row.client_id } : null;
+  }
 }

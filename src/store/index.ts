@@ -5,6 +5,7 @@ import { PrincipalRepository } from './principals.js';
 import { CheckApiKeyRepository } from './check-api-keys.js';
 import { PolicyRepository } from './policies.js';
 import { ConsentRepository } from './consents.js';
+import { AccountActivityRepository, PasskeyRepository } from './passkeys.js';
 import { RefreshTokenRepository } from './refresh-tokens.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
@@ -31,6 +32,8 @@ export class TenantStore {
   get webhooks(): WebhookRepository { return new WebhookRepository(this.db, this.tenantId); }
   get consents(): ConsentRepository { return new ConsentRepository(this.db, this.tenantId); }
   get refreshTokens(): RefreshTokenRepository { return new RefreshTokenRepository(this.db, this.tenantId); }
+  get passkeys(): PasskeyRepository { return new PasskeyRepository(this.db, this.tenantId); }
+  get accountActivity(): AccountActivityRepository { return new AccountActivityRepository(this.db, this.tenantId); }
   get approvals(): ApprovalRepository { return new ApprovalRepository(this.db, this.tenantId); }
 }
 

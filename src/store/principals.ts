@@ -1,5 +1,22 @@
-import type { CredentialRow, PrincipalRow, TenantScope } from '../principals/model.js';
+import type { TenantScope } from '../admin-access.js';
 import type { Db, Sql } from './sql.js';
+
+/** A machine access principal (spec: Machine access principal) as stored. */
+export interface PrincipalRow {
+  tenant_id: string; id: string; client_id: string; display_name: string; description: string | null; principal_type: PrincipalType;
+  status: 'active' | 'disabled' | 'deleted'; token_ttl_seconds: number; permissions: string[]; tenant_scopes: TenantScope[];
+  created_at: number; updated_at: number;
+}
+
+export interface CredentialRow {
+  tenant_id: string; id: string; principal_id: string; kid: string; public_jwk: Record<string, unknown>; alg: CredentialAlg;
+  display_name: string; description: string | null; status: 'active' | 'rotating' | 'revoked' | 'expired';
+  not_before: number | null; expires_at: number | null; created_at: number; updated_at: number;
+}
+
+export type CredentialAlg = 'ES256' | 'PS256' | 'RS256';
+export const PRINCIPAL_TYPES = ['setup_tool', 'admin_ui_bff', 'automation', 'ci', 'mcp_server', 'ai_agent', 'internal_service', 'integration'] as const;
+export type PrincipalType = (typeof PRINCIPAL_TYPES)[number];
 
 export interface NewPrincipal {
   id: string; clientId: string; displayName: string; description: string | null; principalType: string; tokenTtlSeconds: number;

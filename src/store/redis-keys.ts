@@ -20,7 +20,7 @@ export const redisKeys = {
   /**
    * Present while Redis holds the revocation record (refilled from Postgres when missing). No tag. The
    * revocation check reads it in one MGET with the jti key, the two marks and the introspection cache
-   * entry: five keys in up to five slots, so on Redis Cluster that MGET must be split per slot (these
+   * entry: six keys in up to six slots, so on Redis Cluster that MGET must be split per slot (these
    * formats are what existing data is stored under; they are not changed to share a tag).
    */
   revocationLoaded: 'rv:loaded',
@@ -28,8 +28,8 @@ export const redisKeys = {
   revocationRefillLock: 'rv:refilling',
   /** A revoked token id. Tag `{g<generation>:<region>:<shard>}`: one slot per revocation shard, so a refill pipeline and a shard's keys stay together. */
   revokedJti: (s: JtiShard, jti: string) => `rv:{g${s.generation}:${s.region}:${s.shard}}:${jti}`,
-  /** Not-before mark of a user (`sub`) or client. Tag `{t:<tenant>}`: a tenant's marks share a slot. */
-  revocationMark: (tenant: string, kind: 'sub' | 'client', id: string) => `rvm:{t:${tenant}}:${kind}:${id}`,
+  /** Not-before mark of a user (`sub`), a client, or one user at one client (`grant`, id `<sub> <client>`). Tag `{t:<tenant>}`: a tenant's marks share a slot. */
+  revocationMark: (tenant: string, kind: 'sub' | 'client' | 'grant', id: string) => `rvm:{t:${tenant}}:${kind}:${id}`,
 
   // --- token endpoints ---
   /** Cached introspection answer (src/oauth/introspect.ts). Tag `{<resource server client id>}`. */
@@ -59,6 +59,9 @@ export const redisKeys = {
   authCodeReplayed: (codeHash: string) => `ac:{${codeHash}}:replayed`,
   /** Cached consent (scopes) of a user to a client. Used alone; no tag needed. */
   consent: (tenant: string, userId: string, clientId: string) => `consent:${tenant}:${userId}:${clientId}`,
+
+  /** A WebAuthn challenge and what it was issued for (src/account/passkeys/webauthn.ts, SET EX then GETDEL). Used alone; no tag needed. */
+  webauthnChallenge: (challenge: string) => `wa:${challenge}`,
 
   // --- approvals (src/elevation/artifacts.ts) ---
   /** The step-up code of an approval artifact, bound to the artifact and its approver (hash and attempts). Used alone; tag `{t:<tenant>}` groups a tenant's codes. */

@@ -46,4 +46,12 @@ export class RefreshTokenRepository {
       update refresh_tokens set status = 'revoked' where tenant_id = ${this.tenantId} and family_id = ${familyId} returning access_jti`;
     return rows.map((r) => r.access_jti).filter((j): j is string => !!j);
   }
+
+  /** Revokes every live refresh token of one user at one client (a withdrawn consent); returns the access token ids issued from them. */
+  async revokeForGrant(sub: string, clientId: string): Promise<string[]> {
+    const rows = await this.db<{ access_jti: string | null }[]>`
+      update refresh_tokens set status = 'revoked'
+      where tenant_id = ${this.tenantId} and sub = ${sub} and client_id = ${clientId} and status <> 'revoked' returning access_jti`;
+    return rows.map((r) => r.access_jti).filter((j): j is string => !!j);
+  }
 }

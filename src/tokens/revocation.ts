@@ -5,6 +5,12 @@ import type { Sql } from '../store/sql.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { parseJti } from './jti.js';
 
+/** Not-before marks: everything of a user, of a client, or of one user at one client (a withdrawn consent). */
+export type MarkKind = 'sub' | 'client' | 'grant';
+
+/** The id of a `grant` mark: one user at one client. */
+export function grantMarkId(sub: string, clientId: string): string { return `${sub} ${clientId}`; }
+
 /** What the revocation check needs to know about a token. */
 export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number }
 
@@ -38,7 +44,7 @@ export class RevocationStore {
     const j = parseJti(jti);
     return j ? redisKeys.revokedJti(j, jti) : null;
   }
-  static markKey(tenant: string, kind: 'sub' | 'client', id: string): string {
+  static markKey(tenant: string, kind: MarkKind, id: string): string {
     return redisKeys.revocationMark(tenant, kind, id);
   }
 
@@ -57,7 +63,8 @@ export class RevocationStore {
     if (!key) return { revoked: true, extra: null }; // not one of our identifiers: never treat as live
     let v: (string | null)[];
     try {
-      const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? '')];
+      const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? ''),
+        RevocationStore.markKey(t.tenant, 'grant', grantMarkId(t.sub ?? '', t.client_id ?? ''))];
       if (extraKey !== undefined) keys.push(extraKey);
       v = await this.redis.mget(keys);
     } catch (err) {
@@ -67,11 +74,11 @@ export class RevocationStore {
       void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
-    const extra = v[4] ?? null;
+    const extra = v[5] ?? null;
     if (v[1] !== null) return { revoked: true, extra };
     // Tokens issued in the same second as a mark are revoked too: iat has one-second precision.
     const iatMs = (t.iat ?? 0) * 1000;
-    if ((v[2] !== null && iatMs <= Number(v[2])) || (v[3] !== null && iatMs <= Number(v[3]))) return { revoked: true, extra };
+    for (const mark of [v[2], v[3], v[4]]) if (mark !== null && mark !== undefined && iatMs <= Number(mark)) return { revoked: true, extra };
     return { revoked: false, extra };
   }
 
@@ -86,7 +93,7 @@ export class RevocationStore {
   }
 
   /** Revokes everything issued to a user (sub) or a client before atMs, for as long as such tokens can live. */
-  async revokeBefore(tenant: string, kind: 'sub' | 'client', id: string, atMs: number, maxTtlSeconds: number): Promise<void> {
+  async revokeBefore(tenant: string, kind: MarkKind, id: string, atMs: number, maxTtlSeconds: number): Promise<void> {
     const expiresAt = atMs + maxTtlSeconds * 1000;
     await this.sql`insert into revocation_marks (tenant_id, subject_kind, subject_id, not_before, expires_at)
                    values (${tenant}, ${kind}, ${id}, ${atMs}, ${expiresAt})
@@ -125,7 +132,7 @@ export class RevocationStore {
         count += rows.length;
         after = rows[rows.length - 1]!.jti;
       }
-      const marks = await this.sql<{ tenant_id: string; subject_kind: 'sub' | 'client'; subject_id: string; not_before: number; expires_at: number }[]>`
+      const marks = await this.sql<{ tenant_id: string; subject_kind: MarkKind; subject_id: string; not_before: number; expires_at: number }[]>`
         select tenant_id, subject_kind, subject_id, not_before, expires_at from revocation_marks where expires_at > ${now}`;
       const p = this.redis.pipeline();
       for (const m of marks) p.set(RevocationStore.markKey(m.tenant_id, m.subject_kind, m.subject_id), String(m.not_before), 'PX', Math.max(1, m.expires_at - now));

@@ -1,19 +1,13 @@
 import t from 'tap';
-import { Store } from '../../src/store/index.js';
-import { createSql } from '../../src/store/sql.js';
-import { uniqueName } from '../helpers/env.js';
+import { twoTenants } from '../helpers/two-tenants.js';
 
 // In the manner of Hydra's persister_nid_test: what tenant A's repositories write, tenant B's cannot reach.
-const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 2 });
-t.teardown(() => sql.end({ timeout: 2 }));
-const store = new Store(sql);
+const { tenantA: a, A: storeA, B: storeB } = await twoTenants('aud');
 const actor = { type: 'machine' as const, id: 'tester', displayName: 'tester', email: null };
 
 t.test('audit log entries stay in their tenant', async (t) => {
-  const [a, b] = [uniqueName('aud-a'), uniqueName('aud-b')];
-  await sql`insert into tenants (id, name) values (${a}, ${a}), (${b}, ${b})`;
-  const A = store.forTenant(a).auditLog;
-  const B = store.forTenant(b).auditLog;
+  const A = storeA.auditLog;
+  const B = storeB.auditLog;
   const id = await A.record(actor, { action: 'thing.create', resourceType: 'thing', resourceId: 'x1', after: { v: 1 } });
 
   t.equal(await B.get(id), null, 'B cannot read A\'s entry by id');

@@ -2,25 +2,13 @@ import t from 'tap';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { findClientForAuthentication } from '../../src/store/clients.js';
 import { newId } from '../../src/store/ids.js';
-import { Store, type TenantStore } from '../../src/store/index.js';
-import { createSql } from '../../src/store/sql.js';
-import { uniqueName } from '../helpers/env.js';
+import type { TenantStore } from '../../src/store/index.js';
+import { twoTenants } from '../helpers/two-tenants.js';
 
 // In the manner of Hydra's persister_nid_test: rows written through tenant A's client and principal
 // repositories can be neither read, listed, updated nor deleted through tenant B's, and A's rows are
 // exactly as they were afterwards. Real Postgres (the migrated test database).
-const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 4 });
-const store = new Store(sql);
-const tenantA = uniqueName('two-a');
-const tenantB = uniqueName('two-b');
-await sql`insert into tenants (id, name) values (${tenantA}, ${tenantA}), (${tenantB}, ${tenantB})`;
-t.teardown(async () => {
-  await sql`delete from refresh_tokens where tenant_id in (${tenantA}, ${tenantB})`;
-  await sql`delete from tenants where id in (${tenantA}, ${tenantB})`;
-  await sql.end({ timeout: 5 });
-});
-const A = store.forTenant(tenantA);
-const B = store.forTenant(tenantB);
+const { sql, store, tenantA, tenantB, A, B } = await twoTenants('two');
 const publicJwk = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' }) as Record<string, unknown>;
 const credential = (kid: string) => ({ id: newId('mpc'), kid, publicJwk: publicJwk(), alg: 'ES256', displayName: kid, description: null, notBefore: null, expiresAt: null });
 

@@ -1,30 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import type { NewCheckKey } from '../../src/store/check-api-keys.js';
-import { Store, type TenantStore } from '../../src/store/index.js';
 import { lockSharding } from '../../src/store/sharding.js';
-import { createSql } from '../../src/store/sql.js';
-import { uniqueName } from '../helpers/env.js';
+import { twoTenants } from '../helpers/two-tenants.js';
 
 // Two tenants, in the manner of Hydra's persister_nid_test: what tenant A's policy, sharding and check
 // API key repositories create cannot be read, listed, updated or deleted through tenant B's, and A's
 // rows are exactly as they were afterwards.
-const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 4 });
-const store = new Store(sql);
-const tA = uniqueName('nid-a');
-const tB = uniqueName('nid-b');
+// Shard generations name clients, not tenants: they do not go with the tenant.
+const { sql, store, tenantA: tA, tenantB: tB, A, B } = await twoTenants('nid', (sql, [a, b]) => sql`delete from token_shard_generations where client_id in (${`${a}-client`}, ${`${b}-client`})`);
 const clientA = `${tA}-client`;
 const clientB = `${tB}-client`;
-await sql`insert into tenants (id, name) values (${tA}, ${tA}), (${tB}, ${tB})`;
 await sql`insert into clients (client_id, tenant_id, name) values (${clientA}, ${tA}, 'A'), (${clientB}, ${tB}, 'B')`;
-t.teardown(async () => {
-  // Shard generations name clients, not tenants: they do not go with the tenant.
-  await sql`delete from token_shard_generations where client_id in (${clientA}, ${clientB})`;
-  await sql`delete from tenants where id in (${tA}, ${tB})`;
-  await sql.end({ timeout: 2 });
-});
-const A: TenantStore = store.forTenant(tA);
-const B: TenantStore = store.forTenant(tB);
 const ACTOR = 'adm_1';
 
 t.test('policies', async (t) => {

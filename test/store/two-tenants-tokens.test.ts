@@ -1,27 +1,15 @@
 import t from 'tap';
 import { newId } from '../../src/store/ids.js';
-import { Store, type TenantStore } from '../../src/store/index.js';
-import { createSql } from '../../src/store/sql.js';
+import type { TenantStore } from '../../src/store/index.js';
 import { consumeRefreshToken, findRefreshToken, revokeFamily, storeRefreshToken } from '../../src/tokens/refresh-tokens.js';
 import { sha256b64url } from '../../src/tokens/secrets.js';
-import { uniqueName } from '../helpers/env.js';
+import { twoTenants } from '../helpers/two-tenants.js';
 
 // In the manner of Hydra's persister_nid_test: consents and refresh tokens written through tenant A's
 // repositories can be neither read, listed, changed nor revoked through tenant B's, even when B names
 // the same user, client or refresh token family; A's rows are exactly as they were afterwards.
 // Real Postgres (the migrated test database).
-const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 4 });
-const store = new Store(sql);
-const tenantA = uniqueName('tok-a');
-const tenantB = uniqueName('tok-b');
-await sql`insert into tenants (id, name) values (${tenantA}, ${tenantA}), (${tenantB}, ${tenantB})`;
-t.teardown(async () => {
-  await sql`delete from refresh_tokens where tenant_id in (${tenantA}, ${tenantB})`;
-  await sql`delete from tenants where id in (${tenantA}, ${tenantB})`;
-  await sql.end({ timeout: 5 });
-});
-const A = store.forTenant(tenantA);
-const B = store.forTenant(tenantB);
+const { sql, tenantA, tenantB, A, B } = await twoTenants('tok');
 
 const policy = { privacyPolicyVersion: 'p1', tosVersion: 't1', consentVersion: 1 };
 const generation = { generation: 1, shardCount: 16 };

@@ -1,25 +1,12 @@
 import t from 'tap';
-import { Store } from '../../src/store/index.js';
-import { createSql } from '../../src/store/sql.js';
 import { uniqueName } from '../helpers/env.js';
+import { twoTenants } from '../helpers/two-tenants.js';
 
 // Two tenants, one database (in the manner of Hydra's persister_nid_test): rows written through tenant
 // A's repositories cannot be read, listed, changed, deleted, locked or assigned through tenant B's,
 // and A's rows are exactly as they were afterwards. Every method of UserRepository and RoleRepository
 // that takes an id or an address is tried from B.
-const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 4 });
-const store = new Store(sql);
-const tenantA = uniqueName('nid-a');
-const tenantB = uniqueName('nid-b');
-await sql`insert into tenants (id, name) values (${tenantA}, 'A'), (${tenantB}, 'B')`;
-t.teardown(async () => {
-  await sql`delete from refresh_tokens where tenant_id in (${tenantA}, ${tenantB})`;
-  await sql`delete from tenants where id in (${tenantA}, ${tenantB})`;
-  await sql.end({ timeout: 2 });
-});
-
-const A = store.forTenant(tenantA);
-const B = store.forTenant(tenantB);
+const { sql, store, tenantA, tenantB, A, B } = await twoTenants('nid');
 
 // Tenant A's rows: a user with a role assignment and an active refresh token, and a role.
 const aUser = (await A.users.insert({ email: 'Owner@Example.com', name: 'A owner', metadata: { team: 'a' } }))!;

@@ -1,8 +1,6 @@
+import { adminAudience } from '../../admin-access.js';
 import { Unauthorized } from '../../errors.js';
 import type { JwtPayload } from '../../tokens/jwt.js';
-
-/** The audience of tokens accepted by the administration interface. */
-export const adminAudience = (issuer: string) => `${issuer}/api/admin`;
 
 /** Step 2: the token was issued for the administration interface (401 otherwise). */
 export function checkAudience(p: JwtPayload, issuer: string): void {

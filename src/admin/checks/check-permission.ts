@@ -1,9 +1,6 @@
 import { Forbidden } from '../../errors.js';
 import type { JwtPayload } from '../../tokens/jwt.js';
-import { hasPermission } from '../permissions.js';
-
-/** Scope an access token must carry to be used on /api/admin. */
-export const ADMIN_SCOPE = 'admin';
+import { ADMIN_SCOPE, hasPermission } from '../../admin-access.js';
 
 /** Step 5: the `admin` scope (403 insufficient_scope) and the route's permission (403 forbidden). */
 export function checkPermission(p: JwtPayload, permission: string): ReadonlySet<string> {
