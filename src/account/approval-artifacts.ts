@@ -13,6 +13,8 @@ import type { HttpRequest } from '../http/request.js';
 import { route } from '../http/route.js';
 import type { Route } from '../http/types.js';
 import { loginContext } from '../login/context.js';
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
+import { authenticationOptions, PasskeyRefused, relyingParty, verifyAssertion } from './passkeys/webauthn.js';
 import { deriveKey } from '../tokens/secrets.js';
 
 const APPROVE = 'admin:approvals:approve';
@@ -39,6 +41,20 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
     const step = steps.find((s) => s.id === a.step_id);
     if (!step || effectiveStepStatus(step, now) !== 'pending') throw artifactGone();
     return { ctx, store, a, r, steps, step, now };
+  }
+
+  /**
+   * Passkey step-up: an assertion by one of the approver's own passkeys over a challenge the server
+   * issued for this artifact and approver (taken once); the sign counter must move forward.
+   */
+  async function verifyPasskey(tenantId: string, userId: string, artifactId: string, response: AuthenticationResponseJSON | undefined): Promise<void> {
+    if (!response) throw new PasskeyRefused('missing', 'This artifact needs a passkey assertion (POST .../passkey-options first).');
+    const passkeys = deps.store.forTenant(tenantId).passkeys;
+    const pk = await passkeys.findByCredentialId(response.id);
+    if (!pk || pk.user_id !== userId) throw new PasskeyRefused('unknown_credential', 'This passkey is not one of yours.');
+    const out = await verifyAssertion(deps.redis, relyingParty(deps.config), { kind: 'approval', tenantId, userId, artifactId }, response, pk);
+    if (!out.ok) throw new PasskeyRefused(out.reason);
+    if (!(await passkeys.recordUse(pk.id, pk.counter, out.newCounter, out.backedUp))) throw new PasskeyRefused('counter_regression');
   }
 
   return [
@@ -73,13 +89,25 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
       },
     }),
     route({
+      method: 'POST', path: '/api/approval-artifacts/:artifactId/passkey-options', iface: 'admin', body: 'json',
+      doc: { summary: 'WebAuthn options to complete a passkey artifact with one of the approver\'s own passkeys', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'account.ceremony-options' }, errors: [401, 403, 404, 409] },
+      handler: async ({ req, params }) => {
+        const { ctx, store, a } = await load(req, params.artifactId!);
+        if (a.method !== 'passkey') throw new Conflict('conflict', 'This artifact is not completed with a passkey.');
+        const own = await store.passkeys.listForUser(ctx.actor.id);
+        if (!own.length) throw new Conflict('conflict', 'The approver has no passkey.');
+        const options = await authenticationOptions(deps.redis, relyingParty(deps.config), { kind: 'approval', tenantId: ctx.tenantId, userId: ctx.actor.id, artifactId: a.id }, own);
+        return { headers: NO_STORE, body: { options } };
+      },
+    }),
+    route({
       method: 'POST', path: '/api/approval-artifacts/:artifactId/complete', iface: 'admin', body: 'json', bodySchema: 'elevation.artifact-complete',
       doc: { summary: 'Complete an artifact: approve or deny its step, with the step-up its method needs (single use)', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'elevation.artifact-completed' }, errors: [400, 401, 403, 404, 409] },
       handler: async ({ req, params, body }) => {
         const { ctx, a, r } = await load(req, params.artifactId!);
         // Step-up proof is what the server recorded, never an assertion the client echoes.
         if (a.method === 'email_otp') await verifyStepUpCode(deps.redis, codeKey, ctx.tenantId, a.id, ctx.actor.id, body.code);
-        else if (a.method === 'passkey') throw new Conflict('conflict', 'Passkey step-up is not available; issue an artifact with another method.');
+        else if (a.method === 'passkey') await verifyPasskey(ctx.tenantId, ctx.actor.id, a.id, body.passkey as unknown as AuthenticationResponseJSON | undefined);
         else if (a.method === 'reauth') {
           const authTime = Number(ctx.token.auth_time);
           if (!Number.isFinite(authTime) || Date.now() / 1000 - authTime > REAUTH_MAX_AGE_SECONDS) throw new Forbidden('forbidden', 'Sign in again to complete this artifact.');

@@ -8,7 +8,7 @@ import { events } from '../admin/helpers.js';
 import { codeFor } from '../login/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { setupTenant } from '../helpers/tokens.js';
-import { person, requestBody, step, type Person } from './helpers.js';
+import { person, requestBody, softPasskey, step, type Person } from './helpers.js';
 
 let srv: TestServer, sink: SmtpSink, worker: RunningEmailWorker;
 let b: BootstrapResult;
@@ -103,7 +103,7 @@ t.test('portal_confirm artifact completes without step-up; deny via artifact; ex
   t.match(r.body, { decision: 'deny', approval: { status: 'denied', reason_code: 'not_justified' }, request: { status: 'denied' } });
 });
 
-t.test('reauth needs a recent sign-in; passkey is not available yet', async (t) => {
+t.test('reauth needs a recent sign-in; passkey needs an assertion over a server-issued challenge', async (t) => {
   const req = (await requester.call('POST', '/api/admin/approvals', requestBody(b.clients.resource_server.audience, [step('re', null, 'reauth'), step('pk', null, 'passkey')]))).body;
   const re = (await requester.call('POST', `${base(req.public_request_id)}/steps/${req.approvals[0].id}/artifacts`, {})).body;
   const pk = (await requester.call('POST', `${base(req.public_request_id)}/steps/${req.approvals[1].id}/artifacts`, {})).body;
@@ -116,7 +116,27 @@ t.test('reauth needs a recent sign-in; passkey is not available yet', async (t) 
   r = await bob.call('POST', `${art(re.artifact_id)}/complete`, { decision: 'approve' });
   t.equal(r.status, 200);
   t.equal(r.body.request.status, 'partially_approved');
+
+  // Passkey step-up: a challenge the server issued for this artifact and approver, signed by the approver's own passkey.
+  t.same((await ann.call('GET', art(pk.artifact_id))).body.completion_requirements, { mode: 'step_up', acceptable_methods: ['passkey'] });
+  r = await ann.call('POST', `${art(pk.artifact_id)}/passkey-options`, {});
+  t.equal(r.status, 409, 'an approver without a passkey');
   r = await ann.call('POST', `${art(pk.artifact_id)}/complete`, { decision: 'approve' });
-  t.equal(r.status, 409, 'passkey step-up is refused until passkeys exist');
-  t.equal((await ann.call('GET', art(pk.artifact_id))).status, 200, 'and the artifact is not spent by the refusal');
+  t.equal(r.status, 400, 'no assertion');
+  const annKey = await softPasskey(srv, b.tenant_id, ann.id);
+  const bobKey = await softPasskey(srv, b.tenant_id, bob.id);
+  r = await ann.call('POST', `${art(pk.artifact_id)}/passkey-options`, {});
+  t.equal(r.status, 200);
+  t.same(r.body.options.allowCredentials.map((c: any) => c.id), [annKey.credentialId], 'only the approver\'s own passkeys');
+  r = await ann.call('POST', `${art(pk.artifact_id)}/complete`, { decision: 'approve', passkey: bobKey.assert(r.body.options) });
+  t.equal(r.status, 400, 'someone else\'s passkey');
+  r = await ann.call('POST', `${art(pk.artifact_id)}/complete`, { decision: 'approve', passkey: annKey.assert({ challenge: Buffer.from('made-up-by-the-client').toString('base64url') }) });
+  t.equal(r.status, 400, 'a challenge the server never issued');
+  t.equal((await ann.call('GET', art(pk.artifact_id))).status, 200, 'refusals do not spend the artifact');
+  const opts = (await ann.call('POST', `${art(pk.artifact_id)}/passkey-options`, {})).body.options;
+  r = await ann.call('POST', `${art(pk.artifact_id)}/complete`, { decision: 'approve', passkey: annKey.assert(opts) });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  t.match(r.body, { approval: { status: 'approved', decided_by: ann.id }, request: { status: 'approved' } });
+  r = await ann.call('POST', `${art(pk.artifact_id)}/complete`, { decision: 'approve', passkey: annKey.assert(opts) });
+  t.equal(r.status, 404, 'single use');
 });

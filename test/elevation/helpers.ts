@@ -32,3 +32,35 @@ export function requestBody(audience: string, approvals: Array<Record<string, un
 
 export const step = (key: string, subjectId: string | null, method = 'portal_confirm') =>
   ({ step_key: key, side: 'admin_operator', subject_type: 'admin_user', subject_id: subjectId, method });
+
+/** A software passkey (ES256) registered for a user directly in the store, and a signer of WebAuthn assertions. */
+export async function softPasskey(srv: TestServer, tenantId: string, userId: string) {
+  const { generateKeyPairSync, createHash, sign } = await import('node:crypto');
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = publicKey.export({ format: 'jwk' });
+  const x = Buffer.from(jwk.x!, 'base64url');
+  const y = Buffer.from(jwk.y!, 'base64url');
+  // COSE_Key {1: 2 (EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y} in CBOR.
+  const cose = Buffer.concat([Buffer.from([0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]), x, Buffer.from([0x22, 0x58, 0x20]), y]);
+  const credentialId = randomBytes(16).toString('base64url');
+  await srv.deps.store.forTenant(tenantId).passkeys.insert({
+    userId, credentialId, publicKey: new Uint8Array(cose), counter: 0, transports: ['internal'], backupEligible: false, backedUp: false, aaguid: null, deviceName: 'test key',
+  });
+  let counter = 0;
+  return {
+    credentialId,
+    /** The PublicKeyCredential JSON a browser would send for these request options. */
+    assert(options: { challenge: string; rpId?: string }) {
+      const rpId = options.rpId ?? srv.config.webauthnRpId;
+      const clientDataJSON = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin: srv.config.webauthnOrigins[0], crossOrigin: false }));
+      const count = Buffer.alloc(4);
+      count.writeUInt32BE(++counter);
+      const authenticatorData = Buffer.concat([createHash('sha256').update(rpId).digest(), Buffer.from([0x05]), count]);
+      const signature = sign('sha256', Buffer.concat([authenticatorData, createHash('sha256').update(clientDataJSON).digest()]), privateKey);
+      return {
+        id: credentialId, rawId: credentialId, type: 'public-key', clientExtensionResults: {},
+        response: { clientDataJSON: clientDataJSON.toString('base64url'), authenticatorData: authenticatorData.toString('base64url'), signature: signature.toString('base64url'), userHandle: Buffer.from(userId).toString('base64url') },
+      };
+    },
+  };
+}

@@ -16,7 +16,8 @@ export const CHALLENGE_TTL_SECONDS = 300;
 export type ChallengeFor =
   | { kind: 'register'; tenantId: string; userId: string }
   | { kind: 'login'; tenantId: string; interaction: string }
-  | { kind: 'reauth'; tenantId: string; userId: string };
+  | { kind: 'reauth'; tenantId: string; userId: string }
+  | { kind: 'approval'; tenantId: string; userId: string; artifactId: string };
 
 /** A refused ceremony: the library's reason stays in the log, the client gets a plain 400. */
 export class PasskeyRefused extends AppError {
