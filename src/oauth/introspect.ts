@@ -25,7 +25,7 @@ export function introspectRoutes(deps: Deps): Route[] {
 
   async function introspectJwt(rs: Client, token: string): Promise<string> {
     let claims: JwtPayload;
-    // Unverified claims, only to find the revocation state and the cached answer (jose: within 5% here, perf/RESULTS.md 32).
+    // Unverified claims, only to find the revocation state and the cached answer (jose: within 5% here, perf/RESULTS.md 33).
     try { claims = decodeJwt(token) as JwtPayload; } catch { return INACTIVE; }
     const cacheKey = redisKeys.introspection(rs.clientId, createHash('sha256').update(token).digest('base64url'));
     // One command: the revocation state and the cached answer, read together.
