@@ -50,19 +50,19 @@ function checkScopes(ctx: AdminContext, scopes: TenantScope[] | undefined): void
 }
 
 /** The credential to store from a create or rotate body: its public JWK checked, its kid settled. */
-function credentialInput(b: AdminPrincipalCredentialCreate): NewCredential {
+async function credentialInput(b: AdminPrincipalCredentialCreate): Promise<NewCredential> {
   let jwkIn: unknown = b.publicJwk;
   if (b.publicJwkJson !== undefined) {
     if (b.publicJwk !== undefined) throw new ValidationError({ publicJwkJson: ['send either publicJwk or publicJwkJson'] });
     try { jwkIn = JSON.parse(b.publicJwkJson); } catch { throw new ValidationError({ publicJwkJson: ['is not valid JSON'] }); }
   }
   if (jwkIn === undefined) throw new ValidationError({ publicJwk: ['is required (or publicJwkJson)'] });
-  const pub = publicJwkFor(jwkIn, b.alg);
+  const pub = await publicJwkFor(jwkIn, b.alg);
   const notBefore = b.notBefore ?? null;
   const expiresAt = b.expiresAt ?? null;
   if (notBefore !== null && expiresAt !== null && expiresAt <= notBefore) throw new ValidationError({ expiresAt: ['must be after notBefore'] });
   const jwkKid = (jwkIn as { kid?: unknown }).kid;
-  const kid = b.kid ?? (typeof jwkKid === 'string' && jwkKid ? jwkKid : thumbprint(pub));
+  const kid = b.kid ?? (typeof jwkKid === 'string' && jwkKid ? jwkKid : await thumbprint(pub));
   return { id: newId('mpc'), kid, publicJwk: pub, alg: b.alg, displayName: b.displayName, description: b.description ?? null, notBefore, expiresAt };
 }
 
@@ -187,7 +187,7 @@ export function principalRoutes(deps: Deps): Route[] {
       summary: 'Register a public key (JWK; ES256, PS256 or RS256) the principal signs private_key_jwt assertions with',
       response: { 201: 'admin.principal-credential' }, errors: [404, 409], audit: audit('credential_create'),
       handler: async ({ ctx, body, params, mutate }) => {
-        const input = credentialInput(body);
+        const input = await credentialInput(body);
         const out = await mutate(async (_tx, { principals }) => {
           const p = await load(principals, params.id!);
           const c = await principals.insertCredential(p.id, input);
@@ -204,7 +204,7 @@ export function principalRoutes(deps: Deps): Route[] {
       summary: 'Rotate a credential: register its successor; the old one becomes rotating and expires after graceSeconds (default 86400)',
       response: { 200: 'admin.principal-credential-rotation' }, errors: [404, 409], audit: audit('credential_rotate', 'warn'),
       handler: async ({ ctx, body, params, mutate }) => {
-        const input = credentialInput(body);
+        const input = await credentialInput(body);
         const credId = params.credentialId!;
         const out = await mutate(async (_tx, { principals }) => {
           const p = await load(principals, params.id!);

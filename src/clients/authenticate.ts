@@ -1,15 +1,18 @@
 import { Forbidden, OAuthError, ServiceUnavailable } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Redis } from 'ioredis';
-import { createPublicKey } from 'node:crypto';
-import { decodeJwt, verifySignature } from '../tokens/jwt.js';
+import { decodeJwt, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import type { SigningAlg } from '../tokens/keys.js';
+import { redisKeys } from '../store/redis-keys.js';
 import { secretMatches } from '../tokens/secrets.js';
 import type { ClientCache } from './cache.js';
 import type { Client } from './model.js';
 
 export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const ASSERTION_ALGS = new Set<SigningAlg>(['ES256', 'PS256', 'RS256']);
+/** Seconds an assertion may live (exp - now) and may be old (now - iat): its jti is remembered that long. */
+const ASSERTION_MAX_LIFETIME = 600;
+const ASSERTION_CLOCK_TOLERANCE = 5;
 
 export interface ClientAuthContext {
   clients: ClientCache;
@@ -69,32 +72,70 @@ async function checkSecret(ctx: ClientAuthContext, id: string, secret: string): 
   return client;
 }
 
+/** The algorithms a registered key may sign with: its own alg when it names one, else those its type allows. */
+function algorithmsFor(jwk: Record<string, unknown>): SigningAlg[] {
+  if (jwk.alg !== undefined) return ASSERTION_ALGS.has(jwk.alg as SigningAlg) ? [jwk.alg as SigningAlg] : [];
+  if (jwk.kty === 'RSA') return ['RS256', 'PS256'];
+  if (jwk.kty === 'EC' && jwk.crv === 'P-256') return ['ES256'];
+  return [];
+}
+
+// Imported keys per registered JWK object (the client cache hands out the same object until the client changes).
+const imported = new WeakMap<object, Map<string, Promise<Awaited<ReturnType<typeof importJWK>>>>>();
+function importFor(jwk: Record<string, unknown>, alg: string): Promise<Awaited<ReturnType<typeof importJWK>>> {
+  let byAlg = imported.get(jwk);
+  if (!byAlg) { byAlg = new Map(); imported.set(jwk, byAlg); }
+  let key = byAlg.get(alg);
+  if (!key) {
+    // Only the public members: a registered key never carries private ones, and importJWK must not see metadata.
+    const { kty, n, e, crv, x, y } = jwk as Record<string, string>;
+    key = importJWK({ kty, n, e, crv, x, y } as JWK, alg);
+    key.catch(() => byAlg!.delete(alg));
+    byAlg.set(alg, key);
+  }
+  return key;
+}
+
+/**
+ * private_key_jwt (RFC 7523 2.2 and 3), verified with jose: iss = sub = the client, aud the endpoint or
+ * the issuer, exp required and at most ASSERTION_MAX_LIFETIME ahead, nbf and iat not in the future, iat
+ * (when present) not older than ASSERTION_MAX_LIFETIME, only the algorithms the registered key allows,
+ * unknown crit refused; then the jti is spent once (replay).
+ */
 async function checkAssertion(ctx: ClientAuthContext, assertion: string, claimedId: string | undefined): Promise<Client> {
-  let d;
-  try { d = decodeJwt(assertion); } catch { throw invalid('The client assertion is malformed.'); }
-  const { header, payload } = d;
-  const id = payload.sub;
-  if (typeof id !== 'string' || payload.iss !== id || (claimedId !== undefined && claimedId !== id)) throw invalid('The client assertion must have iss = sub = client_id.');
+  let header: ReturnType<typeof decodeProtectedHeader>, unverified: ReturnType<typeof decodeJwt>;
+  try { header = decodeProtectedHeader(assertion); unverified = decodeJwt(assertion); } catch { throw invalid('The client assertion is malformed.'); }
+  const id = unverified.sub;
+  if (typeof id !== 'string' || unverified.iss !== id || (claimedId !== undefined && claimedId !== id)) throw invalid('The client assertion must have iss = sub = client_id.');
   const client = await ctx.clients.get(id);
   if (!client || client.authMethod !== 'private_key_jwt' || !client.jwks) throw invalid();
-  if (header.crit !== undefined || !ASSERTION_ALGS.has(header.alg as SigningAlg)) throw invalid('Unsupported assertion algorithm.');
-  const jwk = client.jwks.keys.find((k) => (header.kid === undefined ? client.jwks!.keys.length === 1 : k.kid === header.kid));
-  if (!jwk || (jwk.alg !== undefined && jwk.alg !== header.alg)) throw invalid('Unknown assertion key.');
+  const keys = client.jwks.keys as Array<Record<string, unknown>>;
+  const jwk = header.kid === undefined ? (keys.length === 1 ? keys[0] : undefined) : keys.find((k) => k.kid === header.kid);
+  if (!jwk) throw invalid('Unknown assertion key.');
   // Registered keys may carry a validity window (machine principal credentials' notBefore/expiresAt, in seconds).
-  const nowKey = Math.floor(Date.now() / 1000);
-  if ((typeof jwk.nbf === 'number' && jwk.nbf > nowKey) || (typeof jwk.exp === 'number' && jwk.exp <= nowKey)) throw invalid('The assertion key is not valid now.');
-  let publicKey;
-  try { publicKey = createPublicKey({ key: jwk as never, format: 'jwk' }); } catch { throw invalid('Unknown assertion key.'); }
-  if (!verifySignature({ alg: header.alg as SigningAlg, publicKey }, d.signingInput, d.signature)) throw invalid('Bad assertion signature.');
   const now = Math.floor(Date.now() / 1000);
-  if (typeof payload.exp !== 'number' || payload.exp + 5 <= now || payload.exp > now + 600) throw invalid('The assertion is expired or lives too long.');
-  const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-  if (!aud.includes(ctx.endpoint) && !aud.includes(ctx.issuer)) throw invalid('The assertion audience must be the token endpoint or the issuer.');
-  if (typeof payload.jti !== 'string' || payload.jti.length > 256) throw invalid('The assertion needs a jti.');
-  // RFC 7523 3: an assertion is used once.
+  if ((typeof jwk.nbf === 'number' && jwk.nbf > now) || (typeof jwk.exp === 'number' && jwk.exp <= now)) throw invalid('The assertion key is not valid now.');
+  const algorithms = algorithmsFor(jwk);
+  if (!algorithms.includes(header.alg as SigningAlg)) throw invalid('Unsupported assertion algorithm.');
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(assertion, (h) => importFor(jwk, h.alg!), {
+      algorithms, issuer: id, subject: id, audience: [ctx.endpoint, ctx.issuer], requiredClaims: ['exp', 'jti'],
+      clockTolerance: ASSERTION_CLOCK_TOLERANCE, ...(unverified.iat !== undefined ? { maxTokenAge: ASSERTION_MAX_LIFETIME } : {}),
+    }));
+  } catch (err) {
+    if (err instanceof errors.JWSSignatureVerificationFailed) throw invalid('Bad assertion signature.');
+    if (err instanceof errors.JWTExpired) throw invalid('The assertion is expired.');
+    if (err instanceof errors.JWTClaimValidationFailed) throw invalid(`The assertion's ${err.claim} claim is not acceptable.`);
+    throw invalid('The client assertion is not acceptable.');
+  }
+  const exp = payload.exp!;
+  if (exp > now + ASSERTION_MAX_LIFETIME + ASSERTION_CLOCK_TOLERANCE) throw invalid('The assertion lives too long.');
+  if (typeof payload.jti !== 'string' || payload.jti.length === 0 || payload.jti.length > 256) throw invalid('The assertion needs a jti.');
+  // RFC 7523 3: an assertion is used once; its jti is remembered until it has expired.
   let fresh: string | null;
   try {
-    fresh = await ctx.redis.set(`ca:{${id}}:${payload.jti}`, '1', 'EX', Math.max(1, payload.exp - now + 5), 'NX');
+    fresh = await ctx.redis.set(redisKeys.clientAssertion(id, payload.jti), '1', 'EX', Math.max(1, exp - now + ASSERTION_CLOCK_TOLERANCE), 'NX');
   } catch (err) {
     throw new ServiceUnavailable('Client assertion replay state cannot be read.', 1, err);
   }

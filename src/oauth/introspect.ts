@@ -4,7 +4,8 @@ import { authenticateClient } from '../clients/authenticate.js';
 import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
 import type { Route } from '../http/types.js';
-import { decodeJwt, JwtError, type JwtPayload } from '../tokens/jwt.js';
+import { decodeJwt } from 'jose';
+import { JwtError, type JwtPayload } from '../tokens/jwt.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-tokens.js';
 import { NO_STORE, type Form } from './params.js';
@@ -24,7 +25,8 @@ export function introspectRoutes(deps: Deps): Route[] {
 
   async function introspectJwt(rs: Client, token: string): Promise<string> {
     let claims: JwtPayload;
-    try { claims = decodeJwt(token).payload; } catch { return INACTIVE; }
+    // Unverified claims, only to find the revocation state and the cached answer (jose: within 5% here, perf/RESULTS.md 33).
+    try { claims = decodeJwt(token) as JwtPayload; } catch { return INACTIVE; }
     const cacheKey = redisKeys.introspection(rs.clientId, createHash('sha256').update(token).digest('base64url'));
     // One command: the revocation state and the cached answer, read together.
     const { revoked, extra: cached } = await tokens.revocations.lookup(

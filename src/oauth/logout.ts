@@ -12,7 +12,8 @@ import { logoutConfirmPage, messagePage } from '../login/pages.js';
 import { originOf } from '../login/redirect.js';
 import { failure, readBody, wantsJson } from '../login/respond.js';
 import { clearSessionCookie, destroySession, readSession } from '../login/sessions.js';
-import { TOKEN_TYPES, verifyJwt, type JwtPayload } from '../tokens/jwt.js';
+import { TOKEN_TYPES, type JwtPayload } from '../tokens/jwt.js';
+import { verifyOwnJwt } from '../tokens/own-jwt.js';
 
 // An expired ID token is still a fine hint of who is logging out (RP-Initiated Logout 1.0, section 2).
 const HINT_MAX_AGE = 365 * 86_400;
@@ -28,10 +29,10 @@ export function logoutRoutes(deps: Deps): Route[] {
   const ctx = loginContext(deps);
   const { issuer } = deps.config;
 
-  function hintPayload(hint: string | undefined): JwtPayload | null {
+  async function hintPayload(hint: string | undefined): Promise<JwtPayload | null> {
     if (!hint) return null;
     try {
-      return verifyJwt(deps.tokens.keys, hint, { typ: TOKEN_TYPES.id, issuer, clockTolerance: HINT_MAX_AGE }).payload;
+      return await verifyOwnJwt(deps.tokens.keys, hint, { typ: TOKEN_TYPES.id, issuer, clockTolerance: HINT_MAX_AGE });
     } catch {
       throw new PageError('The id_token_hint is not a valid ID token from this server.');
     }
@@ -44,7 +45,7 @@ export function logoutRoutes(deps: Deps): Route[] {
       if (Array.isArray(v)) throw new InvalidRequest(`The ${f} parameter must not be repeated.`);
       if (typeof v === 'string' && v !== '') p[f] = v;
     }
-    const hint = hintPayload(p.id_token_hint);
+    const hint = await hintPayload(p.id_token_hint);
     const hintClient = hint ? (Array.isArray(hint.aud) ? hint.aud[0] : hint.aud) as string | undefined : undefined;
     if (p.client_id && hintClient && p.client_id !== hintClient) throw new PageError('client_id does not match the id_token_hint.');
     const clientId = p.client_id ?? hintClient;

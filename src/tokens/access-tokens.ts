@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { newJti } from './jti.js';
-import { checkClaims, checkHeader, decodeJwt, JwtError, TOKEN_TYPES, verifyJwt, type JwtPayload } from './jwt.js';
+import { checkClaims, checkHeader, decodeJwt, JwtError, keyOf, TOKEN_TYPES, verifyJwt, type JwtPayload } from './jwt.js';
 import type { KeyRing } from './keys.js';
 import type { ShardingCache } from './sharding.js';
 import type { Signer } from './signer.js';
@@ -47,7 +47,7 @@ export class AccessTokens {
   /** The same checks, with the signature verified in the crypto pool when CRYPTO_VERIFY=pool (hot paths). */
   async verifyAsync(token: string): Promise<JwtPayload> {
     const d = decodeJwt(token);
-    const key = checkHeader(d, this.ring.verifyKey(String(d.header.kid ?? '')));
+    const key = checkHeader(d, keyOf(this.ring, d));
     // Claim errors other than expiry end the check before the costly signature verification; expiry is
     // reported only once the signature holds, so a tampered expired token is answered as a bad signature.
     let claimsError: unknown;

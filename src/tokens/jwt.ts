@@ -31,28 +31,59 @@ export function signingInput(header: JwtHeader, payload: JwtPayload): string {
   return `${b64(header)}.${b64(payload)}`;
 }
 
-/** Splits and parses a compact JWS without trusting anything in it. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const CANONICAL_B64U = /^[A-Za-z0-9_-]*$/;
+const NOT_B64 = /[^A-Za-z0-9+/]/;
+
+/**
+ * base64url decoding with exactly the leniency of jose (and so of WHATWG atob, RFC 4648 5 plus
+ * "forgiving-base64"): '+' and '/' are refused, ASCII whitespace is skipped, '=' padding only at the
+ * end of a whole quantum, trailing bits ignored. Buffer's own decoder skips any character it does not
+ * know, which would make ours accept tokens jose refuses (found by test/tokens/jwt-differential).
+ * Throws on anything else.
+ */
+export function b64uDecode(s: string): Buffer {
+  if (CANONICAL_B64U.test(s)) {
+    if (s.length % 4 === 1) throw new Error('base64url length');
+    return Buffer.from(s, 'base64url');
+  }
+  if (s.includes('+') || s.includes('/')) throw new Error('base64url alphabet');
+  let t = s.replace(/[\t\n\f\r ]/g, '').replace(/-/g, '+').replace(/_/g, '/');
+  if (t.length % 4 === 0) t = t.endsWith('==') ? t.slice(0, -2) : t.endsWith('=') ? t.slice(0, -1) : t;
+  if (t.length % 4 === 1 || NOT_B64.test(t)) throw new Error('base64url');
+  return Buffer.from(t, 'base64');
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Splits and parses a compact JWS without trusting anything in it: three segments, strict UTF-8 JSON objects. */
 export function decodeJwt(token: string): DecodedJwt {
   if (typeof token !== 'string' || token.length > 16384) throw new JwtError('malformed');
   const a = token.indexOf('.');
   const b = token.indexOf('.', a + 1);
-  if (a <= 0 || b <= a + 1 || b === token.length - 1 || token.indexOf('.', b + 1) !== -1) throw new JwtError('malformed');
+  if (a < 0 || b < 0 || token.indexOf('.', b + 1) !== -1) throw new JwtError('malformed');
   try {
-    const header = JSON.parse(Buffer.from(token.slice(0, a), 'base64url').toString('utf8')) as JwtHeader;
-    const payload = JSON.parse(Buffer.from(token.slice(a + 1, b), 'base64url').toString('utf8')) as JwtPayload;
-    if (!header || typeof header !== 'object' || !payload || typeof payload !== 'object' || Array.isArray(payload)) throw new Error('shape');
-    return { header, payload, signingInput: token.slice(0, b), signature: Buffer.from(token.slice(b + 1), 'base64url') };
+    const header = JSON.parse(utf8.decode(b64uDecode(token.slice(0, a)))) as JwtHeader;
+    const payload = JSON.parse(utf8.decode(b64uDecode(token.slice(a + 1, b)))) as JwtPayload;
+    if (!isPlainObject(header) || !isPlainObject(payload)) throw new Error('shape');
+    // Every segment decoded, so the signing input is ASCII (base64url, whitespace and dots only).
+    return { header, payload, signingInput: token.slice(0, b), signature: b64uDecode(token.slice(b + 1)) };
   } catch {
     throw new JwtError('malformed');
   }
 }
 
+/** False for any signature that does not verify, including ones of the wrong length or shape (never throws). */
 export function verifySignature(key: { alg: SigningAlg; publicKey: KeyObject }, input: string, signature: Buffer): boolean {
   const data = Buffer.from(input);
-  switch (key.alg) {
-    case 'RS256': return cryptoVerify('sha256', data, key.publicKey, signature);
-    case 'PS256': return cryptoVerify('sha256', data, { key: key.publicKey, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 }, signature);
-    case 'ES256': return cryptoVerify('sha256', data, { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
+  try {
+    switch (key.alg) {
+      case 'RS256': return cryptoVerify('sha256', data, key.publicKey, signature);
+      case 'PS256': return cryptoVerify('sha256', data, { key: key.publicKey, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 }, signature);
+      case 'ES256': return signature.length === 64 && cryptoVerify('sha256', data, { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
+    }
+  } catch {
+    return false;
   }
 }
 
@@ -74,6 +105,8 @@ export interface VerifyOptions {
   issuer: string;
   /** Seconds of clock skew tolerated on exp/nbf/iat. */
   clockTolerance?: number;
+  /** Seconds since iat after which the token is refused (jose's maxTokenAge); unbounded by default. */
+  maxTokenAge?: number;
   now?: number;
 }
 
@@ -82,15 +115,20 @@ export interface VerifyOptions {
  * must equal that key's pinned alg, no crit extensions, the explicit type must match, exp is required.
  * Keys named by jku/x5u/jwk/x5c headers are never fetched or used.
  */
-export function verifyJwt(ring: KeyRing, token: string, opts: VerifyOptions): DecodedJwt {
+export function verifyJwt(ring: Pick<KeyRing, 'verifyKey'>, token: string, opts: VerifyOptions): DecodedJwt {
   const d = decodeJwt(token);
-  return checkDecoded(d, ring.verifyKey(String(d.header.kid ?? '')), opts);
+  return checkDecoded(d, keyOf(ring, d), opts);
 }
 
 export function checkDecoded(d: DecodedJwt, key: VerifyKey | undefined, opts: VerifyOptions): DecodedJwt {
   const k = checkHeader(d, key);
   if (!verifySignature(k, d.signingInput, d.signature)) throw new JwtError('signature');
   return checkClaims(d, opts);
+}
+
+/** Our key the header names; a kid that is not a string names none (String(["kid"]) would). */
+export function keyOf(ring: Pick<KeyRing, 'verifyKey'>, d: DecodedJwt): VerifyKey | undefined {
+  return typeof d.header.kid === 'string' ? ring.verifyKey(d.header.kid) : undefined;
 }
 
 /** The header checks that come before the signature: our kid, the key's pinned alg, no crit. */
@@ -101,16 +139,32 @@ export function checkHeader(d: DecodedJwt, key: VerifyKey | undefined): VerifyKe
   return key;
 }
 
-/** The checks after the signature: explicit type, issuer, exp (required), nbf and iat. */
+/** RFC 7515 4.1.9: "application/" may be omitted from typ and media types compare case-insensitively. */
+export function typMatches(typ: unknown, expected: string): boolean {
+  if (typ === expected) return true;
+  if (typeof typ !== 'string') return false;
+  const norm = (v: string) => (v.includes('/') ? v.toLowerCase() : `application/${v.toLowerCase()}`);
+  return norm(typ) === norm(expected);
+}
+
+/**
+ * The checks after the signature, with jose's semantics (differential-tested against jwtVerify): explicit
+ * type, issuer, exp and iat required (RFC 9068 2.2), every present NumericDate a number, nbf and iat
+ * not in the future and exp not past beyond the tolerance, iat not older than maxTokenAge.
+ */
 export function checkClaims(d: DecodedJwt, opts: VerifyOptions): DecodedJwt {
   const { header, payload } = d;
-  if (header.typ !== opts.typ) throw new JwtError('type');
+  if (!typMatches(header.typ, opts.typ)) throw new JwtError('type');
+  if (!Object.hasOwn(payload, 'exp') || !Object.hasOwn(payload, 'iat') || !Object.hasOwn(payload, 'iss')) throw new JwtError('malformed');
   if (payload.iss !== opts.issuer) throw new JwtError('issuer');
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const skew = opts.clockTolerance ?? 5;
-  if (typeof payload.exp !== 'number') throw new JwtError('malformed');
-  if (payload.exp + skew <= now) throw new JwtError('expired');
-  if (typeof payload.nbf === 'number' && payload.nbf - skew > now) throw new JwtError('not_yet_valid');
-  if (typeof payload.iat === 'number' && payload.iat - skew > now) throw new JwtError('not_yet_valid');
+  const { exp, iat, nbf } = payload;
+  if (typeof iat !== 'number' || typeof exp !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new JwtError('malformed');
+  if (nbf !== undefined && nbf > now + skew) throw new JwtError('not_yet_valid');
+  if (exp <= now - skew) throw new JwtError('expired');
+  const age = now - iat;
+  if (age - skew > (opts.maxTokenAge ?? Number.MAX_VALUE)) throw new JwtError('expired');
+  if (age < -skew) throw new JwtError('not_yet_valid');
   return d;
 }

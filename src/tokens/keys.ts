@@ -1,4 +1,5 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { calculateJwkThumbprint, exportJWK } from 'jose';
 import type { Sql } from '../store/sql.js';
 import { decrypt, deriveKey, encrypt } from './secrets.js';
 
@@ -21,13 +22,16 @@ interface KeyRow {
   verify_until: number | null;
 }
 
-/** Generates a key pair for the algorithm and stores it encrypted with the given status. */
+/**
+ * Generates a key pair for the algorithm and stores it encrypted with the given status. Its kid is the
+ * RFC 7638 thumbprint of the public key, so any client can recompute and check it.
+ */
 export async function createKey(sql: Sql, kek: Buffer, alg: SigningAlg, status: 'next' | 'active'): Promise<string> {
-  const kid = `${alg.toLowerCase()}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
   const pair = alg === 'ES256'
     ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
     : generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const jwk = pair.publicKey.export({ format: 'jwk' });
+  const jwk = await exportJWK(pair.publicKey);
+  const kid = await calculateJwkThumbprint(jwk, 'sha256');
   const der = pair.privateKey.export({ format: 'der', type: 'pkcs8' });
   const enc = encrypt(deriveKey(kek, 'signing-keys'), der, kid);
   await sql`insert into signing_keys (kid, alg, public_jwk, private_key_enc, status, activated_at)
@@ -86,7 +90,8 @@ export class KeyRing {
     for (const r of rows) {
       const publicKey = createPublicKey({ key: r.public_jwk, format: 'jwk' });
       byKid.set(r.kid, { kid: r.kid, alg: r.alg, publicKey });
-      jwks.push({ ...r.public_jwk, kid: r.kid, alg: r.alg, use: 'sig' });
+      // Re-exported from the public key object: only public members can reach the JWKS, whatever the row holds.
+      jwks.push({ ...(await exportJWK(publicKey)), kid: r.kid, alg: r.alg, use: 'sig' });
       if (r.status === 'active' && r.alg === this.alg) {
         let pkcs8: Buffer;
         try { pkcs8 = decrypt(dk, r.private_key_enc, r.kid); } catch (err) {
