@@ -6,7 +6,8 @@ import { ClientRepository } from './store/clients.js';
 import type { Sql } from './store/sql.js';
 import { AccessTokens } from './tokens/access-tokens.js';
 import { ensureKeys, KeyRing } from './tokens/keys.js';
-import { deriveKey, hashSecret, randomToken } from './tokens/secrets.js';
+import { randomToken } from './store/ids.js';
+import { deriveKey, hashSecret } from './tokens/secrets.js';
 import { ShardingCache } from './tokens/sharding.js';
 import { Signer } from './tokens/signer.js';
 

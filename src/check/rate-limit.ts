@@ -1,3 +1,4 @@
+import { redisKeys } from '../store/redis-keys.js';
 import type { Redis } from 'ioredis';
 import { hitLimits } from '../store/rate-limit.js';
 import type { Tier } from './keys.js';
@@ -7,7 +8,7 @@ export const TIER_LIMITS: Readonly<Record<Tier, number>> = Object.freeze({ stric
 const WINDOW_MS = 60_000;
 
 /** The counter of one key in one clock minute (hash tag: the key id). */
-const windowKey = (keyId: string, window: number) => `ck:rl:{${keyId}}:${window}`;
+const windowKey = redisKeys.checkRate;
 
 /**
  * Clock-aligned one-minute windows counted in Redis, shared by every process. Past the tier's limit:

@@ -1,3 +1,4 @@
+import { redisChannels } from '../store/redis-keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
@@ -6,7 +7,7 @@ import { findClientForAuthentication } from '../store/clients.js';
 
 const TTL_MS = 30_000;
 const MISS_TTL_MS = 2_000;
-export const CLIENT_CHANNEL = 'clients:changed';
+const CLIENT_CHANNEL = redisChannels.clientsChanged;
 
 /**
  * Client records cached in each process so client authentication costs no Postgres query on the hot

@@ -1,10 +1,11 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
+import { queueKeys } from '../store/redis-keys.js';
 import type { Sql } from '../store/sql.js';
 import { CrossTenantDeliveries, type Unqueued } from '../store/webhook-deliveries.js';
 import { planDeliveries } from '../webhooks/fan-out.js';
-import { deliveryJobId, queuePrefix, type DeliveryJob } from '../webhooks/queue.js';
+import { deliveryJobId, type DeliveryJob } from '../webhooks/queue.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 
 export interface RelayOptions {
@@ -43,7 +44,7 @@ export class OutboxRelay {
   constructor(private readonly sql: Sql, private readonly queue: Queue<DeliveryJob>, private readonly queueRedis: Redis, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}) {
     this.deliveries = new CrossTenantDeliveries(sql);
     this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, ...opts };
-    this.sentinelKey = `${queuePrefix({ redisPrefix })}:webhooks:relay-sentinel`;
+    this.sentinelKey = queueKeys.relaySentinel({ redisPrefix });
   }
 
   async start(): Promise<void> {

@@ -1,8 +1,9 @@
+import { redisKeys } from '../store/redis-keys.js';
 import type { Deps } from '../deps.js';
 import { principalsWithCredentialEdges } from '../store/principals.js';
 import { resyncPrincipal } from './service.js';
 
-const LOCK = 'principals:sweep';
+const LOCK = redisKeys.principalSweepLock;
 
 export interface CredentialSweeper {
   /** Starts the interval timer (idempotent). */

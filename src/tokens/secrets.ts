@@ -32,9 +32,6 @@ export function secretMatches(key: Buffer, presented: string, stored: Buffer | n
   return timingSafeEqual(hashSecret(key, presented), stored);
 }
 
-export function randomToken(bytes = 32): string {
-  return randomBytes(bytes).toString('base64url');
-}
 
 export function sha256b64url(s: string): string {
   return createHash('sha256').update(s).digest('base64url');
