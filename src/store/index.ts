@@ -5,6 +5,7 @@ import { CheckApiKeyRepository } from './check-api-keys.js';
 import { PolicyRepository } from './policies.js';
 import { ConsentRepository } from './consents.js';
 import { RefreshTokenRepository } from './refresh-tokens.js';
+import { ReviewTaskRepository } from './review-tasks.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
 import type { Db, Sql, TxSql } from './sql.js';
@@ -30,6 +31,7 @@ export class TenantStore {
   get webhooks(): WebhookRepository { return new WebhookRepository(this.db, this.tenantId); }
   get consents(): ConsentRepository { return new ConsentRepository(this.db, this.tenantId); }
   get refreshTokens(): RefreshTokenRepository { return new RefreshTokenRepository(this.db, this.tenantId); }
+  get reviewTasks(): ReviewTaskRepository { return new ReviewTaskRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */
