@@ -81,8 +81,8 @@ export function applyMapping(m: Mapping, row: Row): Mapped {
   }
   for (const t of m.transforms ?? []) {
     const out = OPS[t.operation](t.inputEdgeIds.map((id) => values.get(id) ?? null), t.parameters ?? {});
-    if ('error' in out) {
-      reasons.push({ code: out.error, severity: 'error', targetRef: t.outputTargetRef });
+    if ('failure' in out) {
+      reasons.push({ code: out.failure, severity: 'error', targetRef: t.outputTargetRef });
       values.set(t.id, null);
       targets.delete(t.outputTargetRef);
       continue;

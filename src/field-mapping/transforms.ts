@@ -2,7 +2,7 @@ import type { Operation, Value } from './model.js';
 import { normalizeEmail, normalizePhone } from './normalize.js';
 
 /** A transform's outcome: its value (null: nothing to set), or the reason code it failed with. */
-export type Outcome = { value: Value } | { error: string };
+export type Outcome = { value: Value } | { failure: string };
 
 type Op = (inputs: Value[], p: Record<string, unknown>) => Outcome;
 
@@ -47,7 +47,7 @@ export const OPS: Record<Operation, Op> = {
     const s = text(v).trim().toLowerCase();
     if (TRUE.has(s)) return { value: true };
     if (FALSE.has(s)) return { value: false };
-    return { error: 'invalid_boolean' };
+    return { failure: 'invalid_boolean' };
   },
   normalize: ([v], p) => {
     if (!present(v)) return { value: null };
@@ -58,7 +58,7 @@ export const OPS: Record<Operation, Op> = {
       if (n === null) bad = true;
       return n;
     });
-    return bad ? { error: kind === 'phone' ? 'invalid_phone' : 'invalid_email' } : { value: out };
+    return bad ? { failure: kind === 'phone' ? 'invalid_phone' : 'invalid_email' } : { value: out };
   },
 };
 

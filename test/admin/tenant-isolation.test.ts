@@ -25,8 +25,9 @@ const bKey: any = ok(await B.call('POST', '/api/admin/check-api-keys', { name: '
 const bPolicy: any = ok(await B.call('POST', '/api/admin/admin-policies', { name: 'B policy', priority: 1, effect: 'deny', conditions: [], resource_types: ['nothing'], actions: ['read'] }), 'policy');
 const bHook: any = ok(await B.call('POST', '/api/admin/webhooks', { name: 'B hook', url: 'http://127.0.0.1:9/hook', events: ['user.created'] }), 'admin.webhook');
 const bAudit: any = ok(await B.call('GET', '/api/admin/admin-audit-log?limit=1'), 'audit').items[0];
+const bTask = (await srv.deps.store.forTenant(B.tenantId).reviewTasks.insert({ taskType: 'import_warning', reasons: [], pendingChange: { email: 'b-task@example.com' } }))!;
 
-const secrets = [B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id];
+const secrets = [B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id, bTask.id];
 
 /** B's id for each path parameter, by the route's path. */
 function fill(path: string): string {
@@ -37,6 +38,7 @@ function fill(path: string): string {
           : path.startsWith('/api/admin/check-api-keys') ? bKey.id
             : path.startsWith('/api/admin/admin-policies') ? bPolicy.id
               : path.startsWith('/api/admin/webhooks') ? bHook.id : 'unmapped';
+  if (path.startsWith('/api/admin/field-mapping/review-tasks')) return path.replace(':reviewTaskId', bTask.id);
   return path.replace(':id', id).replace(':clientId', bClient.client_id).replace(':roleId', bRole.id)
     .replace(':credentialId', bCred.id).replace(':deliveryId', 'whd_nope');
 }
@@ -64,6 +66,8 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/webhooks': { body: { name: 'x', url: 'http://127.0.0.1:9/x', events: ['user.created'] } },
   'PUT /api/admin/webhooks/:id': { body: { name: 'pwned' } },
   'POST /api/admin/webhooks/:id/test': { body: {} },
+  'POST /api/admin/field-mapping/preview/csv': { body: { rows: [], columnToPath: {}, catalog: { entries: [{ id: 'e', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, edges: [] } },
+  'POST /api/admin/field-mapping/review-tasks/:reviewTaskId/transition': { body: { status: 'approved' } },
 };
 const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}` };
 
@@ -108,6 +112,7 @@ t.test("B's resources are unchanged", async (t) => {
   t.match((await B.call('GET', `/api/admin/admin-policies/${bPolicy.id}`)).body, { name: 'B policy', enabled: false });
   t.match((await B.call('GET', `/api/admin/webhooks/${bHook.id}`)).body, { name: 'B hook', status: 'active' });
   t.equal((await B.call('GET', '/api/admin/machine-access/principals')).body.items.length, 1);
+  t.match((await B.call('GET', `/api/admin/field-mapping/review-tasks/${bTask.id}`)).body, { status: 'open', pending_fields: ['email'] });
 });
 
 t.test('every admin route is in /openapi.json with its permission, schemas and error responses', async (t) => {

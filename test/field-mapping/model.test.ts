@@ -22,11 +22,11 @@ t.test('transform operations', async (t) => {
   t.same(OPS.fallback(['', null, 'b', 'c'], {}), { value: 'b' });
   for (const s of ['yes', 'TRUE', '1', 'on', 'Y']) t.same(OPS.text_to_boolean([s], {}), { value: true }, s);
   for (const s of ['no', 'False', '0', 'off']) t.same(OPS.text_to_boolean([s], {}), { value: false }, s);
-  t.same(OPS.text_to_boolean(['maybe'], {}), { error: 'invalid_boolean' });
+  t.same(OPS.text_to_boolean(['maybe'], {}), { failure: 'invalid_boolean' });
   t.same(OPS.normalize([' Ada@Example.COM '], { kind: 'email' }), { value: 'ada@example.com' });
-  t.same(OPS.normalize(['nope'], { kind: 'email' }), { error: 'invalid_email' });
+  t.same(OPS.normalize(['nope'], { kind: 'email' }), { failure: 'invalid_email' });
   t.same(OPS.normalize(['(020) 7946-0018'], { kind: 'phone', defaultCountryCode: '+44' }), { value: '+442079460018' });
-  t.same(OPS.normalize(['12'], { kind: 'phone', defaultCountryCode: '44' }), { error: 'invalid_phone' });
+  t.same(OPS.normalize(['12'], { kind: 'phone', defaultCountryCode: '44' }), { failure: 'invalid_phone' });
 });
 
 t.test('normalizers', async (t) => {
