@@ -5,6 +5,7 @@ import { consentRoutes } from './account/consents.js';
 import { adminRoutes } from './admin/index.js';
 import { webhookRoutes } from './admin/webhooks.js';
 import { fieldMappingRoutes } from './admin/field-mapping.js';
+import { pluginRoutes } from './admin/plugins.js';
 import { checkRoutes } from './check/routes.js';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
@@ -26,6 +27,7 @@ export function routesTable(deps: Deps, router: () => Router): Array<{ owner: st
     { owner: 'src/admin/index.ts', routes: adminRoutes(deps) },
     { owner: 'src/admin/webhooks.ts', routes: webhookRoutes(deps) },
     { owner: 'src/admin/field-mapping.ts', routes: fieldMappingRoutes(deps) },
+    { owner: 'src/admin/plugins.ts', routes: pluginRoutes(deps) },
     { owner: 'src/check/routes.ts', routes: checkRoutes(deps) },
     { owner: 'src/oauth/index.ts', routes: oauthRoutes(deps, router) },
     { owner: 'src/login/index.ts', routes: loginModules(deps) },

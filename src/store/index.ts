@@ -3,6 +3,7 @@ import { ClientRepository } from './clients.js';
 import { PrincipalRepository } from './principals.js';
 import { CheckApiKeyRepository } from './check-api-keys.js';
 import { PolicyRepository } from './policies.js';
+import { PluginConfigRepository } from './plugin-configs.js';
 import { ConsentRepository } from './consents.js';
 import { RefreshTokenRepository } from './refresh-tokens.js';
 import { ReviewTaskRepository } from './review-tasks.js';
@@ -31,6 +32,7 @@ export class TenantStore {
   get webhooks(): WebhookRepository { return new WebhookRepository(this.db, this.tenantId); }
   get consents(): ConsentRepository { return new ConsentRepository(this.db, this.tenantId); }
   get refreshTokens(): RefreshTokenRepository { return new RefreshTokenRepository(this.db, this.tenantId); }
+  get plugins(): PluginConfigRepository { return new PluginConfigRepository(this.db, this.tenantId); }
   get reviewTasks(): ReviewTaskRepository { return new ReviewTaskRepository(this.db, this.tenantId); }
 }
 

@@ -66,6 +66,7 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/webhooks': { body: { name: 'x', url: 'http://127.0.0.1:9/x', events: ['user.created'] } },
   'PUT /api/admin/webhooks/:id': { body: { name: 'pwned' } },
   'POST /api/admin/webhooks/:id/test': { body: {} },
+  'PUT /api/admin/plugins/:id/config': { body: { config: { from_name: 'pwned' } } },
   'POST /api/admin/field-mapping/preview/csv': { body: { rows: [], columnToPath: {}, catalog: { entries: [{ id: 'e', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, edges: [] } },
   'POST /api/admin/field-mapping/review-tasks/:reviewTaskId/transition': { body: { status: 'approved' } },
 };
