@@ -11,6 +11,7 @@ import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
 import type { Db, Sql, TxSql } from './sql.js';
 import { UserRepository } from './users.js';
+import { UserJobRepository } from './user-jobs.js';
 import { WebhookRepository } from './webhooks.js';
 
 /**
@@ -33,6 +34,7 @@ export class TenantStore {
   get consents(): ConsentRepository { return new ConsentRepository(this.db, this.tenantId); }
   get refreshTokens(): RefreshTokenRepository { return new RefreshTokenRepository(this.db, this.tenantId); }
   get plugins(): PluginConfigRepository { return new PluginConfigRepository(this.db, this.tenantId); }
+  get userJobs(): UserJobRepository { return new UserJobRepository(this.db, this.tenantId); }
   get reviewTasks(): ReviewTaskRepository { return new ReviewTaskRepository(this.db, this.tenantId); }
 }
 
