@@ -53,7 +53,8 @@ export async function startJobsWorker(config: Config, log: Logger): Promise<Runn
     }
   }, { connection, prefix, concurrency: 1, lockDuration: config.userJobLockMs, stalledInterval: Math.max(1000, Math.floor(config.userJobLockMs / 2)), maxStalledCount: 10 });
   userJobs.on('error', (err) => log.warn({ err: err.message }, 'user jobs worker error'));
-  userJobs.on('failed', (job, err) => log.warn({ job: job?.id, err: err.message }, 'user job attempt failed'));
+  // Driver errors can quote row values (a unique violation names the address): log only their code.
+  userJobs.on('failed', (job, err) => log.warn({ job: job?.id, attempts: job?.attemptsMade, err: (err as { code?: string }).code ?? err.name }, 'user job attempt failed'));
   await userJobs.waitUntilReady();
   worker.on('failed', (job, err) => log.warn({ job: job?.id, err: err.message }, 'plugin health job failed'));
   await worker.waitUntilReady();
