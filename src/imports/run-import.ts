@@ -26,6 +26,18 @@ export async function runImport(store: Store, tenantId: string, jobId: string, o
   if (!csv) { await repo.finish(jobId, 'failed', { errorCode: 'job_failed', errorMessage: 'the uploaded file is gone' }); return { status: 'failed', processed: job.processed_rows }; }
   const mapping = job.mapping;
   const size = opts.batchSize ?? IMPORT_BATCH;
+  if (job.total_rows === null) {
+    // A first streaming pass counts the records, so progress is known and an oversized file fails before any row is applied.
+    let total = 0;
+    try {
+      for await (const _ of Readable.from(csv).pipe(parse({ bom: true, skip_empty_lines: true, from_line: 2, max_record_size: 64 * 1024 }))) if (++total > LIMITS.importRows) break;
+    } catch (err) { return failParse(repo, jobId, err, job.processed_rows); }
+    if (total > LIMITS.importRows) {
+      await repo.finish(jobId, 'failed', { errorCode: 'import_failed', errorMessage: `the file has more than ${LIMITS.importRows} rows` });
+      return { status: 'failed', processed: 0 };
+    }
+    await repo.setTotal(jobId, total);
+  }
   let index = 0;
   let processed = job.processed_rows;
   let batch: Array<{ index: number; row: Row }> = [];
@@ -46,14 +58,18 @@ export async function runImport(store: Store, tenantId: string, jobId: string, o
       }
     }
   } catch (err) {
-    // A malformed file: csv-parse names the line, never the content.
-    const line = (err as { lines?: number }).lines;
-    await repo.finish(jobId, 'failed', { errorCode: 'import_failed', errorMessage: `the CSV could not be parsed${line ? ` at line ${line}` : ''} (${(err as { code?: string }).code ?? 'error'})` });
-    return { status: 'failed', processed };
+    return failParse(repo, jobId, err, processed);
   }
   if (batch.length && !(await commitBatch(store, tenantId, jobId, mapping, batch, index))) return { status: 'cancelled', processed };
   await repo.finish(jobId, 'succeeded', { totalRows: index });
   return { status: 'succeeded', processed: index };
+}
+
+/** A malformed file: csv-parse names the line, never the content. */
+async function failParse(repo: ReturnType<Store['forTenant']>['userJobs'], jobId: string, err: unknown, processed: number): Promise<ImportResult> {
+  const line = (err as { lines?: number }).lines;
+  await repo.finish(jobId, 'failed', { errorCode: 'import_failed', errorMessage: `the CSV could not be parsed${line ? ` at line ${line}` : ''} (${(err as { code?: string }).code ?? 'error'})` });
+  return { status: 'failed', processed };
 }
 
 /** One batch in one transaction; false when the job is no longer running (cancelled). */

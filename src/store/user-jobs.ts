@@ -65,6 +65,10 @@ export class UserJobRepository {
     return parsed(row ?? null);
   }
 
+  async setTotal(id: string, total: number): Promise<void> {
+    await this.db`update user_jobs set total_rows = ${total}, updated_at = now_ms() where tenant_id = ${this.tenantId} and id = ${id}`;
+  }
+
   /** Records a committed batch: the checkpoint moves to `processedRows` and the counts grow. False when the job stopped running. */
   async checkpoint(id: string, processedRows: number, c: BatchCounts): Promise<boolean> {
     const r = await this.db`update user_jobs set processed_rows = ${processedRows}, created_count = created_count + ${c.created},

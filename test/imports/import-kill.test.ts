@@ -28,6 +28,8 @@ t.test('20,000 rows through a worker killed mid-import: resumes without duplicat
   const atKill = await job(id);
   t.ok(atKill.processed_rows > 0 && atKill.processed_rows < N, `killed at row ${atKill.processed_rows}`);
   t.equal(atKill.status, 'running');
+  t.equal(atKill.total_rows, N, 'the row count is known before the first batch');
+  t.ok(atKill.progress > 0 && atKill.progress < 1, `progress ${atKill.progress}`);
 
   await env.worker();
   await waitFor(async () => (await job(id)).status === 'succeeded', 90_000, 100);
