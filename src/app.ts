@@ -6,6 +6,9 @@ import { consentRoutes } from './account/consents.js';
 import { accountRoutes } from './account/routes.js';
 import { adminRoutes } from './admin/index.js';
 import { webhookRoutes } from './admin/webhooks.js';
+import { fieldMappingRoutes } from './admin/field-mapping.js';
+import { pluginRoutes } from './admin/plugins.js';
+import { userJobRoutes } from './admin/user-jobs.js';
 import { checkRoutes } from './check/routes.js';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
@@ -26,6 +29,9 @@ export function routesTable(deps: Deps, router: () => Router): Array<{ owner: st
     { owner: 'src/health.ts', routes: healthRoutes(deps) },
     { owner: 'src/admin/index.ts', routes: adminRoutes(deps) },
     { owner: 'src/admin/webhooks.ts', routes: webhookRoutes(deps) },
+    { owner: 'src/admin/field-mapping.ts', routes: fieldMappingRoutes(deps) },
+    { owner: 'src/admin/plugins.ts', routes: pluginRoutes(deps) },
+    { owner: 'src/admin/user-jobs.ts', routes: userJobRoutes(deps) },
     { owner: 'src/check/routes.ts', routes: checkRoutes(deps) },
     { owner: 'src/oauth/index.ts', routes: oauthRoutes(deps, router) },
     { owner: 'src/login/index.ts', routes: loginModules(deps) },

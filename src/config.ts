@@ -38,6 +38,10 @@ export interface Config {
   readonly elevationSweepMs: number;
   readonly webhookConcurrency: number;
   readonly emailConcurrency: number;
+  /** How often the jobs worker runs every plugin's health check (ms); a result is cached for three intervals. */
+  readonly pluginHealthIntervalMs: number;
+  /** Lock of an import/export job (ms): a killed worker's job is taken up again this long after it died. */
+  readonly userJobLockMs: number;
   readonly queueWorkers: boolean;
   /** One-time codes one client address may request per minute (raise it for load tests from one host). */
   readonly loginIpLimitPerMinute: number;
@@ -153,6 +157,8 @@ export function loadConfig(env: Env = process.env): Config {
     elevationSweepMs: int('ELEVATION_SWEEP_MS', 15_000, 200, 3_600_000),
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 16, 1, 1000),
     emailConcurrency: int('EMAIL_CONCURRENCY', 32, 1, 1000),
+    pluginHealthIntervalMs: int('PLUGIN_HEALTH_INTERVAL_MS', 30_000, 100, 3_600_000),
+    userJobLockMs: int('USER_JOB_LOCK_MS', 30_000, 1000, 600_000),
     queueWorkers: bool('QUEUE_WORKERS', true),
     loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
     webauthnRpId: str('WEBAUTHN_RP_ID', new URL(issuer).hostname),

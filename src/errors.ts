@@ -141,6 +141,10 @@ export class ServiceUnavailable extends AppError {
     super(503, 'service_unavailable', description, { retryAfter, headers: { 'Retry-After': String(retryAfter) }, cause });
   }
 }
+/** An import or export job that was cancelled (400), cannot run (422 import_failed) or failed (500 job_failed, export_failed). */
+export class JobError extends AppError {
+  constructor(code: 'job_cancelled' | 'import_failed' | 'job_failed' | 'export_failed', description = describe(code)) { super(ERROR_CODES[code].status, code, description); }
+}
 /** Load shedding: the same answer as ServiceUnavailable, counted in svc_http_shed_total instead of logged one by one. */
 export class Overloaded extends ServiceUnavailable {
   constructor(description = 'The server is at capacity; retry shortly.') { super(description, 1); }

@@ -1,5 +1,6 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import { AppError, ServiceUnavailable } from '../errors.js';
+import { MAILER_PLUGIN } from '../plugins/registry.js';
 import { hitLimits } from '../store/rate-limit.js';
 import type { LoginContext } from './context.js';
 import { emailHash, loginKeys } from './keys.js';
@@ -19,6 +20,10 @@ function codeHash(key: Buffer, code: string, eh: string): Buffer {
  * take exactly the same path (users are created on first verification), so nothing is enumerable.
  */
 export async function generateCode(ctx: LoginContext, a: { email: string; tenantId: string; clientId: string; clientName: string; ip: string }): Promise<{ expiresIn: number }> {
+  // A tenant that switched its mailer off cannot send codes: say so at once rather than queue mail nobody sends.
+  if (!(await ctx.deps.store.forTenant(a.tenantId).plugins.enabled(MAILER_PLUGIN))) {
+    throw new ServiceUnavailable('Sign-in by email code is unavailable: the mailer is disabled for this tenant.', 300);
+  }
   const eh = emailHash(a.email);
   await hitLimits(ctx.deps.redis, [
     { key: loginKeys.rateAddress(eh), limit: LOGIN.perAddressLimit, windowMs: LOGIN.perAddressWindowSeconds * 1000 },

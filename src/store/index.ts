@@ -4,13 +4,16 @@ import { ClientRepository } from './clients.js';
 import { PrincipalRepository } from './principals.js';
 import { CheckApiKeyRepository } from './check-api-keys.js';
 import { PolicyRepository } from './policies.js';
+import { PluginConfigRepository } from './plugin-configs.js';
 import { ConsentRepository } from './consents.js';
 import { AccountActivityRepository, PasskeyRepository } from './passkeys.js';
 import { RefreshTokenRepository } from './refresh-tokens.js';
+import { ReviewTaskRepository } from './review-tasks.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
 import type { Db, Sql, TxSql } from './sql.js';
 import { UserRepository } from './users.js';
+import { UserJobRepository } from './user-jobs.js';
 import { WebhookRepository } from './webhooks.js';
 
 /**
@@ -35,6 +38,9 @@ export class TenantStore {
   get passkeys(): PasskeyRepository { return new PasskeyRepository(this.db, this.tenantId); }
   get accountActivity(): AccountActivityRepository { return new AccountActivityRepository(this.db, this.tenantId); }
   get approvals(): ApprovalRepository { return new ApprovalRepository(this.db, this.tenantId); }
+  get plugins(): PluginConfigRepository { return new PluginConfigRepository(this.db, this.tenantId); }
+  get userJobs(): UserJobRepository { return new UserJobRepository(this.db, this.tenantId); }
+  get reviewTasks(): ReviewTaskRepository { return new ReviewTaskRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

@@ -16,6 +16,10 @@
 export interface JtiShard { generation: number; region: string; shard: number }
 
 export const redisKeys = {
+  // --- plugins (src/plugins/health.ts) ---
+  /** Cached result of a plugin's last health check, with a TTL (absent: unknown). Used alone; no tag needed. */
+  pluginHealth: (pluginId: string) => `plg:health:${pluginId}`,
+
   // --- revocation (src/tokens/revocation.ts) ---
   /**
    * Present while Redis holds the revocation record (refilled from Postgres when missing). No tag. The

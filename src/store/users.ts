@@ -30,6 +30,17 @@ export class UserRepository {
     return row ?? null;
   }
 
+  /** Inserts many users in one statement (an import batch); addresses already taken are skipped. */
+  async insertMany(us: NewUser[]): Promise<User[]> {
+    if (!us.length) return [];
+    const sql = this.db;
+    return sql<User[]>`
+      insert into users (id, tenant_id, email, name, email_verified, metadata)
+      select i, ${this.tenantId}, e, n, v::boolean, m::jsonb from unnest(${us.map(() => newId('u'))}::text[], ${us.map((u) => u.email)}::text[],
+        ${us.map((u) => u.name ?? null) as string[]}::text[], ${us.map((u) => String(u.emailVerified ?? false))}::text[], ${us.map((u) => JSON.stringify(u.metadata ?? {}))}::text[]) as x(i, e, n, v, m)
+      on conflict do nothing returning *`;
+  }
+
   async get(id: string): Promise<User | null> {
     const [row] = await this.db<User[]>`select * from users where tenant_id = ${this.tenantId} and id = ${id}`;
     return row ?? null;
@@ -38,6 +49,12 @@ export class UserRepository {
   async getByEmail(email: string): Promise<User | null> {
     const [row] = await this.db<User[]>`select * from users where tenant_id = ${this.tenantId} and lower(email) = lower(${email})`;
     return row ?? null;
+  }
+
+  /** Users with any of these addresses, keyed by lower-cased address (one query for an import batch). */
+  async getByEmails(emails: string[]): Promise<Map<string, User>> {
+    const rows = await this.db<User[]>`select * from users where tenant_id = ${this.tenantId} and lower(email) = any(${emails.map((e) => e.toLowerCase())}::text[])`;
+    return new Map(rows.map((u) => [u.email.toLowerCase(), u]));
   }
 
   /** Locks a user row for a read-modify-write in the caller's transaction. */

@@ -25,8 +25,11 @@ const bKey: any = ok(await B.call('POST', '/api/admin/check-api-keys', { name: '
 const bPolicy: any = ok(await B.call('POST', '/api/admin/admin-policies', { name: 'B policy', priority: 1, effect: 'deny', conditions: [], resource_types: ['nothing'], actions: ['read'] }), 'policy');
 const bHook: any = ok(await B.call('POST', '/api/admin/webhooks', { name: 'B hook', url: 'http://127.0.0.1:9/hook', events: ['user.created'] }), 'admin.webhook');
 const bAudit: any = ok(await B.call('GET', '/api/admin/admin-audit-log?limit=1'), 'audit').items[0];
+const bImport = await srv.deps.store.forTenant(B.tenantId).userJobs.insert('imp_b_iso', 'import', { catalog: { entries: [{ id: 'email', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, columnToPath: { E: 'e' }, edges: [{ id: 'x', sourceRef: 'e', targetRef: 'email' }] }, 'b-admin', Buffer.from('E\nb@example.com\n'));
+const bExport = await srv.deps.store.forTenant(B.tenantId).userJobs.insert('exp_b_iso', 'export', bImport.mapping, 'b-admin', null);
+const bTask = (await srv.deps.store.forTenant(B.tenantId).reviewTasks.insert({ taskType: 'import_warning', reasons: [], pendingChange: { email: 'b-task@example.com' } }))!;
 
-const secrets = [B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id];
+const secrets = [B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id, bTask.id, bImport.id, bExport.id];
 
 /** B's id for each path parameter, by the route's path. */
 function fill(path: string): string {
@@ -37,6 +40,9 @@ function fill(path: string): string {
           : path.startsWith('/api/admin/check-api-keys') ? bKey.id
             : path.startsWith('/api/admin/admin-policies') ? bPolicy.id
               : path.startsWith('/api/admin/webhooks') ? bHook.id : 'unmapped';
+  if (path.startsWith('/api/admin/user-imports')) return path.replace(':id', bImport.id);
+  if (path.startsWith('/api/admin/user-exports')) return path.replace(':id', bExport.id);
+  if (path.startsWith('/api/admin/field-mapping/review-tasks')) return path.replace(':reviewTaskId', bTask.id);
   return path.replace(':id', id).replace(':clientId', bClient.client_id).replace(':roleId', bRole.id)
     .replace(':credentialId', bCred.id).replace(':deliveryId', 'whd_nope');
 }
@@ -71,6 +77,11 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/approvals/:requestId/steps/:stepId/artifacts': { body: {} },
   'POST /api/admin/approvals/:requestId/grants/:grantId/revoke': { body: {} },
   'POST /api/admin/approvals/:requestId/grants/:grantId/subject-token': { body: { client_id: bClient.client_id }, b: true },
+  'POST /api/admin/user-imports': { body: { mapping: { catalog: { entries: [{ id: 'email', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, columnToPath: { E: 'e' }, edges: [{ id: 'x', sourceRef: 'e', targetRef: 'email' }] }, csv: 'E\na-import@example.com\n' } },
+  'POST /api/admin/user-exports': { body: { mapping: { catalog: { entries: [{ id: 'email', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, columnToPath: { E: 'e' }, edges: [{ id: 'x', sourceRef: 'e', targetRef: 'email' }] } } },
+  'PUT /api/admin/plugins/:id/config': { body: { config: { from_name: 'pwned' } } },
+  'POST /api/admin/field-mapping/preview/csv': { body: { rows: [], columnToPath: {}, catalog: { entries: [{ id: 'e', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, edges: [] } },
+  'POST /api/admin/field-mapping/review-tasks/:reviewTaskId/transition': { body: { status: 'approved' } },
 };
 const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}` };
 
@@ -115,6 +126,9 @@ t.test("B's resources are unchanged", async (t) => {
   t.match((await B.call('GET', `/api/admin/admin-policies/${bPolicy.id}`)).body, { name: 'B policy', enabled: false });
   t.match((await B.call('GET', `/api/admin/webhooks/${bHook.id}`)).body, { name: 'B hook', status: 'active' });
   t.equal((await B.call('GET', '/api/admin/machine-access/principals')).body.items.length, 1);
+  t.match((await B.call('GET', `/api/admin/user-imports/${bImport.id}`)).body, { status: 'queued' });
+  t.match((await B.call('GET', `/api/admin/user-exports/${bExport.id}`)).body, { status: 'queued' });
+  t.match((await B.call('GET', `/api/admin/field-mapping/review-tasks/${bTask.id}`)).body, { status: 'open', pending_fields: ['email'] });
 });
 
 t.test('every admin route is in /openapi.json with its permission, schemas and error responses', async (t) => {
