@@ -4,8 +4,9 @@
  * `dismissed` are terminal. A move to the current status is an idempotent repeat, not a move.
  */
 
-export const REVIEW_STATUSES = ['open', 'in_review', 'approved', 'rejected', 'resolved', 'dismissed'] as const;
-export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
+import { REVIEW_STATUSES, type ReviewStatus } from '../store/review-tasks.js';
+
+export { REVIEW_STATUSES, type ReviewStatus };
 
 /** What a move does besides changing the status. */
 export type Effect = 'apply_change' | 'discard_change' | null;

@@ -27,7 +27,7 @@ export async function runExport(store: Store, tenantId: string, jobId: string): 
   const repo = store.forTenant(tenantId).userJobs;
   const job = await repo.start(jobId);
   if (!job) return 'gone';
-  const m: Mapping = job.mapping;
+  const m = job.mapping as Mapping;
   const byId = new Map(m.catalog.entries.map((e) => [e.id, e]));
   const columns = Object.keys(m.columnToPath);
   // A transform that combines several inputs (concat, join, fallback) cannot be split again: the whole

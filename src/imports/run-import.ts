@@ -24,7 +24,7 @@ export async function runImport(store: Store, tenantId: string, jobId: string, o
   if (!job) return { status: ((await repo.status(jobId)) ?? 'gone') as ImportResult['status'], processed: 0 };
   const csv = await repo.sourceCsv(jobId);
   if (!csv) { await repo.finish(jobId, 'failed', { errorCode: 'job_failed', errorMessage: 'the uploaded file is gone' }); return { status: 'failed', processed: job.processed_rows }; }
-  const mapping = job.mapping;
+  const mapping = job.mapping as Mapping;
   const size = opts.batchSize ?? IMPORT_BATCH;
   if (job.total_rows === null) {
     // A first streaming pass counts the records, so progress is known and an oversized file fails before any row is applied.

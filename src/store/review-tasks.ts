@@ -1,5 +1,8 @@
-import type { Reason } from '../field-mapping/model.js';
-import type { ReviewStatus } from '../field-mapping/review-states.js';
+/** Why a row or task needs attention, as stored (src/field-mapping/model.ts builds them). */
+export interface Reason { code: string; severity: 'error' | 'warning'; targetRef: string }
+/** Review task statuses; the moves between them are src/field-mapping/review-states.ts. */
+export const REVIEW_STATUSES = ['open', 'in_review', 'approved', 'rejected', 'resolved', 'dismissed'] as const;
+export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
 import type { Cursor } from './cursor.js';
 import { newId } from './ids.js';
 import type { Db } from './sql.js';

@@ -1,4 +1,7 @@
-import type { Mapping, Reason } from '../field-mapping/model.js';
+import type { Reason } from './review-tasks.js';
+
+/** A job's field mapping as stored: validated when the job was created (src/field-mapping/model.ts types it). */
+export type StoredMapping = object;
 import type { Cursor } from './cursor.js';
 import type { Db } from './sql.js';
 
@@ -6,7 +9,7 @@ export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancell
 export type RowOutcome = 'created' | 'updated' | 'unchanged' | 'rejected' | 'review';
 
 export interface UserJobRow {
-  tenant_id: string; id: string; kind: 'import' | 'export'; status: JobStatus; mapping: Mapping;
+  tenant_id: string; id: string; kind: 'import' | 'export'; status: JobStatus; mapping: StoredMapping;
   total_rows: number | null; processed_rows: number; created_count: number; updated_count: number; unchanged_count: number;
   rejected_count: number; review_count: number; error_code: string | null; error_message: string | null; created_by: string;
   created_at: number; started_at: number | null; finished_at: number | null; expires_at: number | null; downloaded_at: number | null;
@@ -22,7 +25,7 @@ const COLUMNS = (sql: Db) => sql`tenant_id, id, kind, status, mapping, total_row
 
 /** The mapping column is json (key order kept), which the driver hands over as text. */
 function parsed<T extends UserJobRow | null | undefined>(row: T): T {
-  if (row && typeof row.mapping === 'string') row.mapping = JSON.parse(row.mapping) as Mapping;
+  if (row && typeof row.mapping === 'string') row.mapping = JSON.parse(row.mapping) as StoredMapping;
   return row;
 }
 
@@ -30,7 +33,7 @@ function parsed<T extends UserJobRow | null | undefined>(row: T): T {
 export class UserJobRepository {
   constructor(private readonly db: Db, private readonly tenantId: string) {}
 
-  async insert(id: string, kind: 'import' | 'export', mapping: Mapping, createdBy: string, sourceCsv: Buffer | null): Promise<UserJobRow> {
+  async insert(id: string, kind: 'import' | 'export', mapping: StoredMapping, createdBy: string, sourceCsv: Buffer | null): Promise<UserJobRow> {
     const sql = this.db;
     const [row] = await sql<UserJobRow[]>`
       insert into user_jobs (tenant_id, id, kind, mapping, source_csv, created_by)
