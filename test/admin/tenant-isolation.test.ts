@@ -36,7 +36,8 @@ function fill(path: string): string {
         : path.startsWith('/api/admin/machine-access/principals') ? bPrincipal.id
           : path.startsWith('/api/admin/check-api-keys') ? bKey.id
             : path.startsWith('/api/admin/admin-policies') ? bPolicy.id
-              : path.startsWith('/api/admin/webhooks') ? bHook.id : 'unmapped';
+              : path.startsWith('/api/admin/webhooks') ? bHook.id
+                : path.startsWith('/api/admin/tenants') ? B.tenantId : 'unmapped';
   return path.replace(':id', id).replace(':clientId', bClient.client_id).replace(':roleId', bRole.id)
     .replace(':credentialId', bCred.id).replace(':deliveryId', 'whd_nope');
 }
@@ -71,7 +72,11 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/approvals/:requestId/steps/:stepId/artifacts': { body: {} },
   'POST /api/admin/approvals/:requestId/grants/:grantId/revoke': { body: {} },
   'POST /api/admin/approvals/:requestId/grants/:grantId/subject-token': { body: { client_id: bClient.client_id }, b: true },
+  'POST /api/admin/tenants': { body: { name: 'x' } },
+  'PUT /api/admin/tenants/:id': { body: { name: 'pwned' } },
 };
+/** Routes only platform admins may call: a tenant admin's listing is refused outright rather than filtered. */
+const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants']);
 const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}` };
 
 const routes = buildRouter(srv.deps).routes.filter((r) => r.path.startsWith('/api/admin/'));
@@ -95,6 +100,9 @@ for (const r of routes) {
     if (touchesB) {
       const res = await A.call(r.method, path, body);
       t.ok(res.status === 403 || res.status === 404, `by id: ${res.status} ${JSON.stringify(res.body)}`);
+    } else if (platformOnly.has(key)) {
+      const res = await A.call(r.method, path, body);
+      t.equal(res.status, 403, `platform only: ${JSON.stringify(res.body)}`);
     } else if (r.method === 'GET') {
       const res = await A.call(r.method, path);
       t.equal(res.status, 200);

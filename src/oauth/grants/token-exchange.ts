@@ -31,9 +31,9 @@ export async function verifyPresentedToken(deps: Deps, token: string, tenant: st
     throw err;
   }
   if (payload.tenant !== tenant) throw new OAuthError('invalid_grant', `The ${what} token belongs to another tenant.`);
-  if (await deps.tokens.revocations.isRevoked({ jti: String(payload.jti), tenant, sub: payload.sub, client_id: payload.client_id, iat: payload.iat })) {
-    throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
-  }
+  const state = await deps.tokens.revocations.lookup({ jti: String(payload.jti), tenant, sub: payload.sub, client_id: payload.client_id, iat: payload.iat });
+  if (state.tenantRefused) throw new OAuthError('invalid_grant', `The ${what} token's tenant is suspended.`);
+  if (state.revoked) throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
   return payload;
 }
 
