@@ -80,7 +80,7 @@ export const redisKeys = {
   // --- background work ---
   /**
    * Patterns (SCAN MATCH, before the keyPrefix) of every key that belongs to one tenant, for its purge
-   * (src/tenants/purge.ts). The suspension mark is kept: a deleted tenant's tokens stay refused.
+   * (src/tenants/purge.ts). The purge writes the suspension mark again afterwards: a deleted tenant's tokens stay refused.
    */
   tenantKeyPatterns: (tenant: string) => [`rvm:{t:${tenant}}:*`, `apc:{t:${tenant}}:*`, `consent:${tenant}:*`],
 

@@ -63,13 +63,20 @@ export async function purgeTenantKeys(deps: Pick<Deps, 'redis' | 'config'>, tena
   return n;
 }
 
-/** Purges one tenant marked `deleting`, then marks it `deleted` (audited in nothing of its own: its audit log is gone). */
-export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 'log'>, tenantId: string): Promise<boolean> {
+/**
+ * Purges one tenant marked `deleting`, then marks it `deleted` (its own audit log goes with it; the
+ * deletion stays audited in the platform tenant). Its clients are evicted from every process's cache,
+ * and its suspension mark is written again after the key purge, so its tokens stay refused.
+ */
+export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 'log' | 'tokens'>, tenantId: string): Promise<boolean> {
   const t = await new TenantRepository(deps.sql, tenantId).get();
   if (!t || t.status !== 'deleting') return false;
+  const clients = await deps.sql<{ client_id: string }[]>`select client_id from clients where tenant_id = ${tenantId}`;
   const rows = await purgeTenantRows(deps.sql, tenantId);
   const keys = await purgeTenantKeys(deps, tenantId);
   await new TenantRepository(deps.sql, tenantId).setStatus('deleted');
+  await deps.tokens.revocations.markTenant(tenantId, 'deleted');
+  for (const c of clients) await deps.tokens.clients.changed(c.client_id);
   deps.log.info({ tenant: tenantId, rows, keys, actor: PURGER.id }, 'tenant purged');
   return true;
 }
