@@ -84,6 +84,7 @@ export function tenantRoutes(deps: Deps): Route[] {
           }
           return { result: { t, admin }, resourceId: id, after: { ...tenantView(t), admin_client_id: admin?.client_id ?? null } };
         });
+        await deps.tokens.tenantSettings.changed(out.t.id);
         return { status: 201, body: { ...tenantView(out.t), ...(out.admin ? { admin_client: out.admin } : {}) } };
       },
     }),
@@ -107,6 +108,7 @@ export function tenantRoutes(deps: Deps): Route[] {
           const next = (await repo.update({ name: body.name, displayName: body.display_name, settings: body.settings }))!;
           return { result: next, before: tenantView(cur), after: tenantView(next) };
         });
+        await deps.tokens.tenantSettings.changed(t.id);
         return { body: tenantView(t) };
       },
     }),

@@ -101,6 +101,8 @@ export const redisChannels = {
   clientsChanged: 'clients:changed',
   /** The signing key ring changed (`svc keys rotate`): reload it (src/services.ts). */
   keysChanged: 'keys:changed',
+  /** A tenant's settings or display name changed: evict it from every process's cache (src/tenants/settings-cache.ts). */
+  tenantsChanged: 'tenants:changed',
 } as const;
 
 /** A channel name as published and subscribed: ioredis does not apply keyPrefix to channels. */

@@ -116,3 +116,45 @@ t.test('suspension: tokens inactive and exchange refused at once, admin 403 exce
   t.equal((await tenantAdmin('GET', '/api/admin/users')).status, 200);
   t.not((await fetch(authorizeUrl, { redirect: 'manual' })).status, 403, 'logins open again');
 });
+
+t.test('settings: changed on one process, enforced by both within 5 s (token lifetime, exchange, login name)', async (t) => {
+  const srv2 = await startTestServer({ REDIS_PREFIX: srv.config.redisPrefix });
+  t.teardown(() => srv2.close());
+  const b = await setupTenant(srv, 'tset');
+  const id = b.tenant_id;
+  const cc = async (s: { url: string }) => j(await postForm(`${s.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials', scope: 'read' }));
+  const exchange = async (s: { url: string }) => {
+    const subject = (await cc(s)).access_token;
+    return postForm(`${s.url}/token`, b.clients.exchanger, {
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: subject,
+      subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', audience: b.clients.resource_server.audience, scope: 'read',
+    });
+  };
+  // Both processes have read (and cached) the tenant's empty settings.
+  for (const s of [srv, srv2]) {
+    t.equal((await cc(s)).expires_in, srv.config.accessTokenTtlSeconds);
+    t.equal((await exchange(s)).status, 200);
+  }
+  const upd = await platform.call('PUT', `/api/admin/tenants/${id}`, { display_name: 'Tset Login Name', settings: { access_token_ttl: 120, token_exchange_enabled: false } });
+  t.equal(upd.status, 200);
+  for (const s of [srv, srv2]) {
+    const started = Date.now();
+    let seen = false;
+    while (Date.now() - started < 5000 && !seen) {
+      seen = (await cc(s)).expires_in === 120;
+      if (!seen) await new Promise((r) => setTimeout(r, 50));
+    }
+    t.ok(seen, `process ${s.url} uses the tenant's access token lifetime within 5 s`);
+    const ex = await exchange(s);
+    t.equal(ex.status, 400);
+    t.equal((await j(ex)).error, 'unauthorized_client', 'token exchange disabled for the tenant');
+  }
+  // A lifetime above the server's is bounded by the server's.
+  t.equal((await platform.call('PUT', `/api/admin/tenants/${id}`, { settings: { access_token_ttl: 86400 } })).status, 200);
+  let bounded = false;
+  const started = Date.now();
+  while (Date.now() - started < 5000 && !bounded) { bounded = (await cc(srv2)).expires_in === srv.config.accessTokenTtlSeconds; if (!bounded) await new Promise((r) => setTimeout(r, 50)); }
+  t.ok(bounded, 'bounded by the server lifetime');
+  const page = await fetch(`${srv2.url}/authorize?response_type=code&client_id=${encodeURIComponent(b.clients.web.client_id)}&redirect_uri=${encodeURIComponent(b.clients.web.redirect_uris[0]!)}&scope=openid&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256&state=s`, { headers: { accept: 'text/html' } });
+  t.match(await page.text(), /Tset Login Name/, 'the login page shows the tenant display name');
+});
