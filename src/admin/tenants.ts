@@ -50,6 +50,7 @@ export function tenantRoutes(deps: Deps): Route[] {
         return { result: next, before: tenantView(cur), after: tenantView(next) };
       });
       await deps.tokens.revocations.markTenant(id, t.status);
+      await deps.tokens.tenantSettings.changed(id);
       if (m.to === 'deleting') await deps.tenantPurge?.enqueue(id);
       return status === 204 ? { status } : { status, body: tenantView(t) };
     },

@@ -76,6 +76,7 @@ export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 
   const keys = await purgeTenantKeys(deps, tenantId);
   await new TenantRepository(deps.sql, tenantId).setStatus('deleted');
   await deps.tokens.revocations.markTenant(tenantId, 'deleted');
+  await deps.tokens.tenantSettings.changed(tenantId);
   for (const c of clients) await deps.tokens.clients.changed(c.client_id);
   deps.log.info({ tenant: tenantId, rows, keys, actor: PURGER.id }, 'tenant purged');
   return true;

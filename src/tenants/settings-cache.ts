@@ -1,15 +1,15 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
-import { TenantRepository } from '../store/tenants.js';
+import { TenantRepository, type TenantStatus } from '../store/tenants.js';
 import type { AdminTenantSettings } from '../generated/types.js';
 
 const TTL_MS = 30_000;
 
-/** What the hot paths read of a tenant: its settings and login page name. */
-export interface TenantProfile { settings: AdminTenantSettings; displayName: string | null }
+/** What the hot paths read of a tenant: its settings, login page name and status. */
+export interface TenantProfile { settings: AdminTenantSettings; displayName: string | null; status: TenantStatus | null }
 
-const EMPTY: TenantProfile = { settings: {}, displayName: null };
+const EMPTY: TenantProfile = { settings: {}, displayName: null, status: null };
 
 /**
  * Tenant settings cached in each process, so /token and /introspect cost no Postgres query for them.
@@ -34,7 +34,7 @@ export class TenantSettingsCache {
     let p = this.loading.get(tenantId);
     if (!p) {
       p = new TenantRepository(this.sql, tenantId).get().then((t) => {
-        const profile = t ? { settings: t.settings as AdminTenantSettings, displayName: t.display_name } : EMPTY;
+        const profile = t ? { settings: t.settings as AdminTenantSettings, displayName: t.display_name, status: t.status } : EMPTY;
         this.entries.set(tenantId, { p: profile, until: Date.now() + TTL_MS });
         return profile;
       }).finally(() => this.loading.delete(tenantId));

@@ -4,6 +4,7 @@ import { startTestServer } from '../helpers/server.js';
 import { adminToken, postForm, setupTenant } from '../helpers/tokens.js';
 import { uniqueName } from '../helpers/env.js';
 import { api, adminOf } from './helpers.js';
+import { verifyPresentedToken } from '../../src/oauth/grants/token-exchange.js';
 
 // Tenants as a managed resource, over HTTP: lifecycle, who may do what, suspension.
 const srv = await startTestServer();
@@ -93,8 +94,14 @@ t.test('suspension: tokens inactive and exchange refused at once, admin 403 exce
   const ex = await exchange();
   t.equal(ex.status, 400);
   const exBody = await j(ex);
-  t.equal(exBody.error, 'invalid_grant');
+  // Refused at the client's tenant (cached status); the subject token's own check (the MGET mark) backs it.
+  t.equal(exBody.error, 'unauthorized_client');
   t.match(exBody.error_description, /suspended/);
+  // The subject token itself is refused by the revocation read (the tenant mark in the same MGET), whatever the caching client.
+  await t.rejects(verifyPresentedToken(srv.deps, cc.access_token, id, 'subject'), { code: 'invalid_grant', message: /tenant is suspended/ });
+  const fresh = await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials', scope: 'read' });
+  t.equal(fresh.status, 400, 'no new tokens for a suspended tenant');
+  t.equal((await j(fresh)).error, 'unauthorized_client');
   const denied = await tenantAdmin('GET', '/api/admin/users');
   t.equal(denied.status, 403);
   t.equal(denied.body.error, 'forbidden');
@@ -113,6 +120,7 @@ t.test('suspension: tokens inactive and exchange refused at once, admin 403 exce
   t.equal((await platform.call('POST', `/api/admin/tenants/${id}/unsuspend`)).status, 200);
   t.equal((await introspect()).active, true, 'a suspension is not a revocation: the token is active again');
   t.equal((await exchange()).status, 200);
+  t.equal((await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials', scope: 'read' })).status, 200, 'tokens are issued again');
   t.equal((await tenantAdmin('GET', '/api/admin/users')).status, 200);
   t.not((await fetch(authorizeUrl, { redirect: 'manual' })).status, 403, 'logins open again');
 });
