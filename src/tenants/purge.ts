@@ -72,7 +72,10 @@ export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 
   const t = await new TenantRepository(deps.sql, tenantId).get();
   if (!t || t.status !== 'deleting') return false;
   const clients = await deps.sql<{ client_id: string }[]>`select client_id from clients where tenant_id = ${tenantId}`;
-  const rows = await purgeTenantRows(deps.sql, tenantId);
+  // Shard generations name clients, not tenants (no tenant_id): the tenant's clients' go with it.
+  const clientIds = clients.map((c) => c.client_id);
+  const shards = await deps.sql`delete from token_shard_generations where client_id = any(${clientIds}::text[])`;
+  const rows = shards.count + await purgeTenantRows(deps.sql, tenantId);
   const keys = await purgeTenantKeys(deps, tenantId);
   await new TenantRepository(deps.sql, tenantId).setStatus('deleted');
   await deps.tokens.revocations.markTenant(tenantId, 'deleted');
