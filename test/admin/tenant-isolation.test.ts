@@ -1,16 +1,28 @@
 import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
 import { buildRouter } from '../../src/app.js';
+import { uniqueName } from '../helpers/env.js';
+import { j } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
-import { adminOf } from './helpers.js';
+import { postForm } from '../helpers/tokens.js';
+import { adminOf, api } from './helpers.js';
 
 // Tenant isolation, table-driven over every /api/admin route in the router: a tenant-scoped admin of
 // tenant A holding admin:* gets 403 or 404 for every read and write of tenant B's resources, and B's
 // resources are unchanged afterwards. A route added without an entry here fails this test.
 const srv = await startTestServer();
 t.teardown(() => srv.close());
-const A = await adminOf(srv, ['admin:*'], 'iso-a');
-const B = await adminOf(srv, ['admin:*'], 'iso-b');
+// Tenants A and B are made through the tenants API, each with its first admin client, whose
+// client_credentials token (admin:*, tenant scope `allow` on its own tenant) is the tenant's admin.
+const platform = await adminOf(srv, ['admin:*'], 'iso-plat', true);
+async function tenantViaApi(label: string): Promise<{ tenantId: string; call: ReturnType<typeof api> }> {
+  const r = await platform.call('POST', '/api/admin/tenants', { id: uniqueName(label), name: label, admin_client: true });
+  if (r.status !== 201) throw new Error(`tenant ${label}: ${r.status} ${JSON.stringify(r.body)}`);
+  const tok = await j(await postForm(`${srv.url}/token`, r.body.admin_client, { grant_type: 'client_credentials', scope: 'admin' }));
+  return { tenantId: r.body.id, call: api(srv, tok.access_token) };
+}
+const A = await tenantViaApi('iso-a');
+const B = await tenantViaApi('iso-b');
 const jwk = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
 
 // Tenant B's resources, created by B's own admin.
