@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { AppError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
 import { TenantRepository, type TenantStatus } from '../store/tenants.js';
@@ -63,4 +64,13 @@ export function accessTtl(serverTtl: number, clientTtl: number | null | undefine
 export function refreshTtl(serverTtl: number, clientTtl: number | null | undefined, s: AdminTenantSettings): number {
   const tenant = s.refresh_token_ttl === undefined ? undefined : Math.min(s.refresh_token_ttl, serverTtl);
   return Math.min(clientTtl ?? tenant ?? serverTtl, tenant ?? Infinity);
+}
+
+/** Refuses a sign-in method the tenant has not enabled (all are, when `login_methods` is absent). */
+export async function assertLoginMethod(cache: TenantSettingsCache, tenantId: string, method: 'email_code' | 'passkey'): Promise<AdminTenantSettings> {
+  const { settings } = await cache.get(tenantId);
+  if (settings.login_methods && !(settings.login_methods as string[]).includes(method)) {
+    throw new AppError(403, 'forbidden', `${method === 'passkey' ? 'Passkey' : 'Email code'} sign-in is disabled for this organization.`);
+  }
+  return settings;
 }

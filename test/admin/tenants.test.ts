@@ -165,4 +165,16 @@ t.test('settings: changed on one process, enforced by both within 5 s (token lif
   t.ok(bounded, 'bounded by the server lifetime');
   const page = await fetch(`${srv2.url}/authorize?response_type=code&client_id=${encodeURIComponent(b.clients.web.client_id)}&redirect_uri=${encodeURIComponent(b.clients.web.redirect_uris[0]!)}&scope=openid&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256&state=s`, { headers: { accept: 'text/html' } });
   t.match(await page.text(), /Tset Login Name/, 'the login page shows the tenant display name');
+
+  // Sign-in methods: email code switched off for the tenant is refused before any code is made.
+  t.equal((await platform.call('PUT', `/api/admin/tenants/${id}`, { settings: { login_methods: ['passkey'], email_code_rate_limits: { per_address: 1 } } })).status, 200);
+  const generate = () => fetch(`${srv2.url}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'x@example.com', client_id: b.clients.web.client_id }) });
+  // The other process sees the change by pub/sub; poll (bounded by the 5 s promise) rather than race it.
+  let gen = await generate();
+  for (const until = Date.now() + 5000; gen.status !== 403 && Date.now() < until;) { await new Promise((r) => setTimeout(r, 50)); gen = await generate(); }
+  t.equal(gen.status, 403);
+  const gb = await j(gen);
+  t.equal(gb.error, 'forbidden');
+  t.match(gb.error_description, /Email code sign-in is disabled/);
+  t.equal((await platform.call('PUT', `/api/admin/tenants/${id}`, { settings: { email_code_rate_limits: { per_address: 0 } } })).status, 422, 'limits are validated');
 });
