@@ -20,4 +20,6 @@ export interface Deps {
    * (`deps.lifecycle.add(name, { start, close })`) and shutdown closes it.
    */
   lifecycle: Lifecycle;
+  /** Queues the purge of a tenant marked `deleting` (src/tenants/purge.ts); absent in processes that do not run it. */
+  tenantPurge?: { enqueue(tenantId: string): Promise<void> };
 }

@@ -6,6 +6,7 @@ import { createLifecycle, type Lifecycle } from './lifecycle.js';
 import { createLogger, type Logger } from './log.js';
 import { createCredentialSweeper } from './principals/sweeper.js';
 import { createElevationSweeper } from './elevation/sweep.js';
+import { createTenantPurger } from './tenants/purge.js';
 import { createTokenServices } from './services.js';
 import { closeRedis, createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
@@ -41,6 +42,9 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     // deps.lifecycle), never started by building routes.
     lifecycle.add('machine credential sweeper', createCredentialSweeper(deps));
     lifecycle.add('elevation expiry sweep', createElevationSweeper(deps));
+    const tenantPurge = createTenantPurger(deps);
+    deps.tenantPurge = tenantPurge;
+    lifecycle.add('tenant purge', tenantPurge);
     const router = buildRouter(deps);
     server = new HttpServer(router, {
       host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,

@@ -1,3 +1,4 @@
+import { TenantSettingsCache } from './tenants/settings-cache.js';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -24,6 +25,8 @@ export interface TokenServices {
   sharding: ShardingCache;
   revocations: RevocationStore;
   clients: ClientCache;
+  /** Per-tenant settings, cached per process with pub/sub invalidation. */
+  tenantSettings: TenantSettingsCache;
   accessTokens: AccessTokens;
   /** Key for client secret and API key hashes (derived from KEY_ENCRYPTION_KEY). */
   secretKey: Buffer;
@@ -53,6 +56,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   const revocations = new RevocationStore(redis, sql, log);
   await revocations.ensureLoaded().catch((err) => log.warn({ err: err.message }, 'revocation state not loaded at start; checks fail closed until it is'));
   const clients = new ClientCache(sql, redis, config.redisPrefix, log);
+  const tenantSettings = new TenantSettingsCache(sql, redis, channel(config, redisChannels.tenantsChanged), log);
   // One subscriber connection for change notices (clients, keys); it may not issue other commands.
   const sub = createRedis(config, 'subscriber');
   own('change notice subscriber', () => { sub.disconnect(); });
@@ -60,6 +64,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   try {
     await sub.connect();
     await clients.subscribe(sub);
+    await tenantSettings.subscribe(sub);
     await sub.subscribe(keysChannel);
     sub.on('message', (ch: string) => { if (ch === keysChannel) keys.load().catch((err) => log.error({ err }, 'key reload failed')); });
   } catch (err) {
@@ -71,7 +76,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   own('key ring reload', () => clearInterval(keyTimer));
   let closing: Promise<void> | undefined;
   return {
-    keys, signer, sharding, revocations, clients,
+    keys, signer, sharding, revocations, clients, tenantSettings,
     accessTokens: new AccessTokens(config, keys, signer, sharding),
     secretKey: deriveKey(config.keyEncryptionKey, 'client-secrets'),
     close: () => (closing ??= (async () => { for (const c of closers.reverse()) await c(); })()),

@@ -6,6 +6,7 @@ import { checkNotRevoked } from './checks/check-not-revoked.js';
 import { checkPermission } from './checks/check-permission.js';
 import { readToken } from './checks/read-token.js';
 import { resolveTenant, type TenantMode } from './checks/resolve-tenant.js';
+import { checkTenantServing } from './checks/check-tenant-serving.js';
 import { enforcePolicies } from './policy-engine.js';
 import type { AdminContext } from './types.js';
 
@@ -14,16 +15,17 @@ export type { AdminContext } from './types.js';
 
 /**
  * Authenticates an admin request and resolves its tenant, one named step after another (./checks):
- * token, audience, client, revocation, scope and permission, tenant, then the target tenant's admin
+ * token, audience, client, revocation, scope and permission, tenant, tenant not suspended, then the target tenant's admin
  * policies (policy-engine.ts). Each step throws the spec's error; the first failure answers.
  */
 export async function adminContext(deps: Deps, req: HttpRequest, permission: string, tenant: TenantMode = 'selected'): Promise<AdminContext> {
   const p = readToken(deps, req);
   checkAudience(p, deps.config.issuer);
   const client = await checkClient(deps, p);
-  await checkNotRevoked(deps, p);
+  const { tenantRefused } = await checkNotRevoked(deps, p);
   const permissions = checkPermission(p, permission);
   const { tenantId, platform } = resolveTenant(p, req, tenant);
+  await checkTenantServing(deps, { home: String(p.tenant), tenantId, platform, homeRefused: tenantRefused });
   const isMachine = p.sub === p.client_id;
   const ctx: AdminContext = {
     tenantId,

@@ -8,6 +8,7 @@ import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
 import { shardingRoutes } from './sharding.js';
+import { tenantRoutes } from './tenants.js';
 import { userRoutes } from './users.js';
 
 /** Every administration-core route (webhooks and the check API its keys are for are mounted by src/app.ts). */
@@ -22,5 +23,6 @@ export function adminRoutes(deps: Deps): Route[] {
     ...checkApiKeyRoutes(deps),
     ...policyRoutes(deps),
     ...approvalRoutes(deps),
+    ...tenantRoutes(deps),
   ];
 }

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { AppError } from '../errors.js';
+import { AppError, Forbidden } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { decodeCursor, page, type Cursor } from '../store/cursor.js';
@@ -62,6 +62,8 @@ export interface AdminRouteSpec<B extends SchemaId | undefined, Q extends Schema
   permission: string;
   /** `selected` (default) honours X-Tenant-Id within the token's tenant scopes; `own` ignores it. */
   tenant?: TenantMode;
+  /** Platform admins only (tenant scope `all`): anyone else is 403 forbidden, before the body is read. */
+  platformOnly?: boolean;
   body?: B;
   query?: Q;
   /** Response schema ids by status (null: no body). */
@@ -130,7 +132,11 @@ export function adminRoute<B extends SchemaId | undefined = undefined, Q extends
       summary: spec.summary, tags: spec.tags, permission: spec.permission, security: 'bearer',
       responses: spec.response, errors: [401, 403, ...(spec.errors ?? [])],
     },
-    authenticate: async (req) => { ctxOf.set(req, await adminContext(deps, req, spec.permission, spec.tenant)); },
+    authenticate: async (req) => {
+      const ctx = await adminContext(deps, req, spec.permission, spec.tenant);
+      if (spec.platformOnly && !ctx.platform) throw new Forbidden('forbidden', 'Only platform administrators may do this.');
+      ctxOf.set(req, ctx);
+    },
     handler: async (req) => {
       const ctx = ctxOf.get(req)!;
       let mutations = 0;

@@ -5,6 +5,7 @@ import { hitLimits } from '../store/rate-limit.js';
 import type { LoginContext } from './context.js';
 import { emailHash, loginKeys } from './keys.js';
 import { LOGIN } from './options.js';
+import { assertLoginMethod } from '../tenants/settings-cache.js';
 
 export class InvalidCode extends AppError {
   constructor(description = 'The code is invalid or has expired.') { super(400, 'invalid_request', description, { details: { code: ['is invalid or has expired'] } }); }
@@ -25,9 +26,11 @@ export async function generateCode(ctx: LoginContext, a: { email: string; tenant
     throw new ServiceUnavailable('Sign-in by email code is unavailable: the mailer is disabled for this tenant.', 300);
   }
   const eh = emailHash(a.email);
+  // The tenant may switch the method off or tighten the limits, never loosen them (src/tenants/settings-cache.ts).
+  const limits = (await assertLoginMethod(ctx.deps.tokens.tenantSettings, a.tenantId, 'email_code')).email_code_rate_limits ?? {};
   await hitLimits(ctx.deps.redis, [
-    { key: loginKeys.rateAddress(eh), limit: LOGIN.perAddressLimit, windowMs: LOGIN.perAddressWindowSeconds * 1000 },
-    { key: loginKeys.rateIp(a.ip || 'unknown'), limit: ctx.deps.config.loginIpLimitPerMinute, windowMs: 60_000 },
+    { key: loginKeys.rateAddress(eh), limit: Math.min(LOGIN.perAddressLimit, limits.per_address ?? Infinity), windowMs: LOGIN.perAddressWindowSeconds * 1000 },
+    { key: loginKeys.rateIp(a.ip || 'unknown'), limit: Math.min(ctx.deps.config.loginIpLimitPerMinute, limits.per_ip_per_minute ?? Infinity), windowMs: 60_000 },
   ], 'Too many codes requested; try again later.');
   const code = String(randomInt(0, 10 ** LOGIN.codeLength)).padStart(LOGIN.codeLength, '0');
   const key = loginKeys.otp(eh);

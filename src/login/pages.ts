@@ -8,8 +8,9 @@ export const PASSKEY_SCRIPT = '/assets/passkey.js';
 const hidden = (name: string, value: string) => `<input type="hidden" name="${esc(name)}" value="${esc(value)}">`;
 const alert = (msg?: string) => (msg ? `<p class="error" role="alert">${esc(msg)}</p>` : '');
 
-export function emailPage(a: { clientName: string; csrf: string; interaction: string; email?: string; error?: string; status?: number; cookies?: string[] }): Reply {
-  return page('Sign in', `<p>Sign in to continue to <strong>${esc(a.clientName)}</strong>. We will email you a one-time code.</p>${alert(a.error)}` +
+export function emailPage(a: { clientName: string; tenantName?: string | null; csrf: string; interaction: string; email?: string; error?: string; status?: number; cookies?: string[] }): Reply {
+  const to = a.tenantName ? ` with <strong>${esc(a.tenantName)}</strong>` : '';
+  return page('Sign in', `<p>Sign in${to} to continue to <strong>${esc(a.clientName)}</strong>. We will email you a one-time code.</p>${alert(a.error)}` +
     `<form method="post" action="/email-code/generate">${hidden('csrf_token', a.csrf)}${hidden('interaction', a.interaction)}` +
     `<label for="email">Email address</label><input id="email" name="email" type="email" autocomplete="username webauthn" required maxlength="254" autofocus value="${esc(a.email ?? '')}">` +
     `<button type="submit">Email me a code</button></form>` +

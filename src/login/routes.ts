@@ -34,6 +34,7 @@ export function loginRoutes(deps: Deps): Route[] {
     const client = id ? await deps.tokens.clients.get(id) : null;
     if (!client) throw new NotFound('client_not_found', 'The application is not known to this server.');
     if (client.status !== 'active') throw new AppError(403, 'client_disabled', 'The application is disabled.');
+    if (await deps.tokens.revocations.tenantRefused(client.tenantId)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
     return client;
   }
 

@@ -59,7 +59,8 @@ export function authorizeRoutes(deps: Deps): Route[] {
       };
     }
     const csrf = csrfFor(ctx, req);
-    return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email: areq.loginHint, cookies: csrf.cookie ? [csrf.cookie] : undefined });
+    const tenantName = (await deps.tokens.tenantSettings.get(client.tenantId)).displayName;
+    return emailPage({ clientName: client.name, tenantName, csrf: csrf.token, interaction: it.id, email: areq.loginHint, cookies: csrf.cookie ? [csrf.cookie] : undefined });
   }
 
   async function askConsent(req: HttpRequest, client: Client, areq: AuthorizationRequest, session: Session, json: boolean): Promise<Reply> {

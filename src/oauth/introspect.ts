@@ -29,8 +29,10 @@ export function introspectRoutes(deps: Deps): Route[] {
     try { claims = decodeJwt(token) as JwtPayload; } catch { return INACTIVE; }
     const cacheKey = redisKeys.introspection(rs.clientId, createHash('sha256').update(token).digest('base64url'));
     // One command: the revocation state and the cached answer, read together.
-    const { revoked, extra: cached } = await tokens.revocations.lookup(
+    const { revoked: revokedMark, tenantRefused, extra: cached } = await tokens.revocations.lookup(
       { jti: String(claims.jti ?? ''), tenant: String(claims.tenant ?? ''), sub: claims.sub, client_id: claims.client_id, iat: claims.iat }, cacheKey);
+    // A suspended tenant's tokens are inactive while it is suspended (read in the same command).
+    const revoked = revokedMark || tenantRefused;
     if (cached !== null) {
       // The cache entry never outlives exp; a revoked token or a disabled client is inactive at once.
       if (revoked || !(await activeIssuer(claims))) return INACTIVE;

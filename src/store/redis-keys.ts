@@ -34,6 +34,12 @@ export const redisKeys = {
   revokedJti: (s: JtiShard, jti: string) => `rv:{g${s.generation}:${s.region}:${s.shard}}:${jti}`,
   /** Not-before mark of a user (`sub`), a client, or one user at one client (`grant`, id `<sub> <client>`). Tag `{t:<tenant>}`: a tenant's marks share a slot. */
   revocationMark: (tenant: string, kind: 'sub' | 'client' | 'grant', id: string) => `rvm:{t:${tenant}}:${kind}:${id}`,
+  /**
+   * Present while a tenant is suspended, being deleted or deleted (value: its status): every token of the
+   * tenant is refused. Read in the revocation check's MGET; tag `{t:<tenant>}` as the marks, so it shares
+   * their slot. Durable in Postgres as tenants.status and refilled with the marks (src/tokens/revocation.ts).
+   */
+  tenantSuspended: (tenant: string) => `rvm:{t:${tenant}}:tenant-suspended`,
 
   // --- token endpoints ---
   /** Cached introspection answer (src/oauth/introspect.ts). Tag `{<resource server client id>}`. */
@@ -76,6 +82,12 @@ export const redisKeys = {
   checkRate: (keyId: string, window: number) => `ck:rl:{${keyId}}:${window}`,
 
   // --- background work ---
+  /**
+   * Patterns (SCAN MATCH, before the keyPrefix) of every key that belongs to one tenant, for its purge
+   * (src/tenants/purge.ts). The purge writes the suspension mark again afterwards: a deleted tenant's tokens stay refused.
+   */
+  tenantKeyPatterns: (tenant: string) => [`rvm:{t:${tenant}}:*`, `apc:{t:${tenant}}:*`, `consent:${tenant}:*`],
+
   /** Lock so one process sweeps expired machine credentials per interval (src/principals/sweeper.ts, SET NX). No tag. */
   principalSweepLock: 'principals:sweep',
 } as const;
@@ -93,6 +105,8 @@ export const redisChannels = {
   clientsChanged: 'clients:changed',
   /** The signing key ring changed (`svc keys rotate`): reload it (src/services.ts). */
   keysChanged: 'keys:changed',
+  /** A tenant's settings or display name changed: evict it from every process's cache (src/tenants/settings-cache.ts). */
+  tenantsChanged: 'tenants:changed',
 } as const;
 
 /** A channel name as published and subscribed: ioredis does not apply keyPrefix to channels. */

@@ -3,6 +3,7 @@ import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
 import { redisKeys } from '../store/redis-keys.js';
+import { listRefusedTenants } from '../store/tenants.js';
 import { parseJti } from './jti.js';
 
 /** Not-before marks: everything of a user, of a client, or of one user at one client (a withdrawn consent). */
@@ -48,9 +49,13 @@ export class RevocationStore {
     return redisKeys.revocationMark(tenant, kind, id);
   }
 
-  /** True when revoked; throws RevocationUnavailable when Redis cannot answer or has not been refilled. */
+  /**
+   * True when revoked or when the token's tenant is suspended (or being deleted); throws
+   * RevocationUnavailable when Redis cannot answer or has not been refilled.
+   */
   async isRevoked(t: RevocationSubject): Promise<boolean> {
-    return (await this.lookup(t)).revoked;
+    const r = await this.lookup(t);
+    return r.revoked || r.tenantRefused;
   }
 
   /**
@@ -58,13 +63,15 @@ export class RevocationStore {
    * check costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster this MGET would be
    * split by slot.
    */
-  async lookup(t: RevocationSubject, extraKey?: string): Promise<{ revoked: boolean; extra: string | null }> {
+  async lookup(t: RevocationSubject, extraKey?: string): Promise<{ revoked: boolean; tenantRefused: boolean; extra: string | null }> {
     const key = RevocationStore.jtiKey(t.jti);
-    if (!key) return { revoked: true, extra: null }; // not one of our identifiers: never treat as live
+    if (!key) return { revoked: true, tenantRefused: false, extra: null }; // not one of our identifiers: never treat as live
     let v: (string | null)[];
     try {
       const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? ''),
-        RevocationStore.markKey(t.tenant, 'grant', grantMarkId(t.sub ?? '', t.client_id ?? ''))];
+        RevocationStore.markKey(t.tenant, 'grant', grantMarkId(t.sub ?? '', t.client_id ?? '')),
+        // The tenant's suspension mark rides in the same command (same `{t:<tenant>}` slot as the marks): no extra round trip.
+        redisKeys.tenantSuspended(t.tenant)];
       if (extraKey !== undefined) keys.push(extraKey);
       v = await this.redis.mget(keys);
     } catch (err) {
@@ -74,12 +81,14 @@ export class RevocationStore {
       void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
-    const extra = v[5] ?? null;
-    if (v[1] !== null) return { revoked: true, extra };
+    const extra = v[6] ?? null;
+    // A suspension is not a revocation: the token stays valid underneath and is served again on unsuspend.
+    const tenantRefused = v[5] !== null && v[5] !== undefined;
+    if (v[1] !== null) return { revoked: true, tenantRefused, extra };
     // Tokens issued in the same second as a mark are revoked too: iat has one-second precision.
     const iatMs = (t.iat ?? 0) * 1000;
-    for (const mark of [v[2], v[3], v[4]]) if (mark !== null && mark !== undefined && iatMs <= Number(mark)) return { revoked: true, extra };
-    return { revoked: false, extra };
+    for (const mark of [v[2], v[3], v[4]]) if (mark !== null && mark !== undefined && iatMs <= Number(mark)) return { revoked: true, tenantRefused, extra };
+    return { revoked: false, tenantRefused, extra };
   }
 
   /** Revokes one token id until expSeconds (its exp claim). Durable first, then fast. */
@@ -104,6 +113,29 @@ export class RevocationStore {
       const prev = Number((await this.redis.get(key)) ?? 0);
       await this.redis.set(key, String(Math.max(prev, atMs)), 'PX', Math.max(1, expiresAt - Date.now()));
     });
+  }
+
+  /**
+   * Whether the tenant is suspended, being deleted or deleted (its mark is present). Fails closed like
+   * the token check: no answer before the state is loaded. For the login flow, which has no token yet.
+   */
+  async tenantRefused(tenant: string): Promise<boolean> {
+    let v: (string | null)[];
+    try { v = await this.redis.mget(SENTINEL, redisKeys.tenantSuspended(tenant)); } catch (err) { throw new RevocationUnavailable(err); }
+    if (v[0] === null) {
+      void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
+      throw new RevocationUnavailable();
+    }
+    return v[1] !== null;
+  }
+
+  /**
+   * Sets (a status other than active) or clears (active) the tenant's suspension mark. Postgres
+   * (tenants.status) is already written by the caller; a Redis failure forces a refill from it.
+   */
+  async markTenant(tenant: string, status: string): Promise<void> {
+    const key = redisKeys.tenantSuspended(tenant);
+    await this.writeRedis(() => (status === 'active' ? this.redis.del(key) : this.redis.set(key, status)));
   }
 
   /** Refills Redis from Postgres if it lost its data; one process refills while the others wait. */
@@ -136,9 +168,11 @@ export class RevocationStore {
         select tenant_id, subject_kind, subject_id, not_before, expires_at from revocation_marks where expires_at > ${now}`;
       const p = this.redis.pipeline();
       for (const m of marks) p.set(RevocationStore.markKey(m.tenant_id, m.subject_kind, m.subject_id), String(m.not_before), 'PX', Math.max(1, m.expires_at - now));
+      const refused = await listRefusedTenants(this.sql);
+      for (const r of refused) p.set(redisKeys.tenantSuspended(r.id), r.status);
       p.set(SENTINEL, String(now));
       await p.exec();
-      this.log.info({ revocations: count, marks: marks.length }, 'revocation state loaded into redis');
+       this.log.info({ revocations: count, marks: marks.length, refusedTenants: refused.length }, 'revocation state loaded into redis');
     } finally {
       await this.redis.del(REFILL_LOCK).catch(() => {});
     }

@@ -1,16 +1,28 @@
 import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
 import { buildRouter } from '../../src/app.js';
+import { uniqueName } from '../helpers/env.js';
+import { j } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
-import { adminOf } from './helpers.js';
+import { postForm } from '../helpers/tokens.js';
+import { adminOf, api } from './helpers.js';
 
 // Tenant isolation, table-driven over every /api/admin route in the router: a tenant-scoped admin of
 // tenant A holding admin:* gets 403 or 404 for every read and write of tenant B's resources, and B's
 // resources are unchanged afterwards. A route added without an entry here fails this test.
 const srv = await startTestServer();
 t.teardown(() => srv.close());
-const A = await adminOf(srv, ['admin:*'], 'iso-a');
-const B = await adminOf(srv, ['admin:*'], 'iso-b');
+// Tenants A and B are made through the tenants API, each with its first admin client, whose
+// client_credentials token (admin:*, tenant scope `allow` on its own tenant) is the tenant's admin.
+const platform = await adminOf(srv, ['admin:*'], 'iso-plat', true);
+async function tenantViaApi(label: string): Promise<{ tenantId: string; call: ReturnType<typeof api> }> {
+  const r = await platform.call('POST', '/api/admin/tenants', { id: uniqueName(label), name: label, admin_client: true });
+  if (r.status !== 201) throw new Error(`tenant ${label}: ${r.status} ${JSON.stringify(r.body)}`);
+  const tok = await j(await postForm(`${srv.url}/token`, r.body.admin_client, { grant_type: 'client_credentials', scope: 'admin' }));
+  return { tenantId: r.body.id, call: api(srv, tok.access_token) };
+}
+const A = await tenantViaApi('iso-a');
+const B = await tenantViaApi('iso-b');
 const jwk = () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
 
 // Tenant B's resources, created by B's own admin.
@@ -39,7 +51,8 @@ function fill(path: string): string {
         : path.startsWith('/api/admin/machine-access/principals') ? bPrincipal.id
           : path.startsWith('/api/admin/check-api-keys') ? bKey.id
             : path.startsWith('/api/admin/admin-policies') ? bPolicy.id
-              : path.startsWith('/api/admin/webhooks') ? bHook.id : 'unmapped';
+              : path.startsWith('/api/admin/webhooks') ? bHook.id
+                : path.startsWith('/api/admin/tenants') ? B.tenantId : 'unmapped';
   if (path.startsWith('/api/admin/user-imports')) return path.replace(':id', bImport.id);
   if (path.startsWith('/api/admin/user-exports')) return path.replace(':id', bExport.id);
   if (path.startsWith('/api/admin/field-mapping/review-tasks')) return path.replace(':reviewTaskId', bTask.id);
@@ -82,7 +95,11 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'PUT /api/admin/plugins/:id/config': { body: { config: { from_name: 'pwned' } } },
   'POST /api/admin/field-mapping/preview/csv': { body: { rows: [], columnToPath: {}, catalog: { entries: [{ id: 'e', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, edges: [] } },
   'POST /api/admin/field-mapping/review-tasks/:reviewTaskId/transition': { body: { status: 'approved' } },
+  'POST /api/admin/tenants': { body: { name: 'x' } },
+  'PUT /api/admin/tenants/:id': { body: { name: 'pwned' } },
 };
+/** Routes only platform admins may call: a tenant admin's listing is refused outright rather than filtered. */
+const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants']);
 const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}` };
 
 const routes = buildRouter(srv.deps).routes.filter((r) => r.path.startsWith('/api/admin/'));
@@ -106,6 +123,9 @@ for (const r of routes) {
     if (touchesB) {
       const res = await A.call(r.method, path, body);
       t.ok(res.status === 403 || res.status === 404, `by id: ${res.status} ${JSON.stringify(res.body)}`);
+    } else if (platformOnly.has(key)) {
+      const res = await A.call(r.method, path, body);
+      t.equal(res.status, 403, `platform only: ${JSON.stringify(res.body)}`);
     } else if (r.method === 'GET') {
       const res = await A.call(r.method, path);
       t.equal(res.status, 200);

@@ -1,3 +1,4 @@
+import { assertLoginMethod } from '../../tenants/settings-cache.js';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { authenticationOptions, PasskeyRefused, relyingParty, verifyAssertion } from './webauthn.js';
 import { PASSKEY_JS } from '../assets/passkey-js.js';
@@ -71,10 +72,11 @@ export function passkeyLoginRoutes(deps: Deps): Route[] {
   return [
     route({
       method: 'POST', path: '/login/passkey/options', iface: 'oauth', body: 'json', bodySchema: 'account.ceremony-start', bodyLimit: 4096,
-      doc: { summary: 'Passkey sign-in: WebAuthn options for a pending authorization request', tags: ['login'], security: 'none', responses: { 200: 'account.ceremony-options' }, errors: [400, 429, 503] },
+      doc: { summary: 'Passkey sign-in: WebAuthn options for a pending authorization request', tags: ['login'], security: 'none', responses: { 200: 'account.ceremony-options' }, errors: [400, 403, 429, 503] },
       handler: async ({ req, body }) => {
         const it = await loadInteraction(deps.redis, body.interaction);
         if (!it) throw expired();
+        await assertLoginMethod(deps.tokens.tenantSettings, it.request.tenantId, 'passkey');
         await hitLimits(deps.redis, [{ key: loginKeys.rateIp(req.ip || 'unknown'), limit: deps.config.loginIpLimitPerMinute, windowMs: 60_000 }], 'Too many sign-in attempts; try again later.');
         const options = await authenticationOptions(deps.redis, rp, { kind: 'login', tenantId: it.request.tenantId, interaction: it.id });
         return { headers: NO_STORE, body: { options } };
@@ -87,6 +89,7 @@ export function passkeyLoginRoutes(deps: Deps): Route[] {
         const it = await loadInteraction(deps.redis, body.interaction);
         if (!it) throw expired();
         const { tenantId, clientId } = it.request;
+        await assertLoginMethod(deps.tokens.tenantSettings, tenantId, 'passkey');
         const response = body.response as unknown as AuthenticationResponseJSON;
         const passkey = typeof response.id === 'string' ? await deps.store.forTenant(tenantId).passkeys.findByCredentialId(response.id) : null;
         if (!passkey) { await failed(tenantId, clientId, undefined, 'unknown_credential'); throw new PasskeyRefused('unknown_credential', 'This passkey is not registered here.'); }

@@ -9,5 +9,6 @@ export async function checkClient(deps: Deps, q: Query): Promise<Client> {
   const client = await deps.tokens.clients.get(clientId);
   if (!client) throw new PageError('The application is not known to this server.', 400, 'client_not_found');
   if (client.status !== 'active') throw new PageError('The application is disabled.', 403, 'client_disabled');
+  if (await deps.tokens.revocations.tenantRefused(client.tenantId)) throw new PageError('Sign-in is unavailable: this organization is suspended.', 403, 'forbidden');
   return client;
 }

@@ -1,3 +1,4 @@
+import { refreshTtl } from '../../tenants/settings-cache.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { adminClaimsFor } from '../../admin/user-claims.js';
 import { GRANT } from '../../clients/model.js';
@@ -63,7 +64,7 @@ export const authorizationCode: Grant = {
 
     const scope = rec.scope.join(' ');
     const { aud } = resolveTargets(client, form, deps.config.issuer);
-    const ttl = ttlFor(deps, client);
+    const ttl = (await ttlFor(deps, client));
     const admin = await adminClaimsFor(deps, rec.tenantId, rec.userId, audClaim(aud), scope);
     const at = await deps.tokens.accessTokens.issue({
       tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: { auth_time: rec.authTime, email: rec.email, ...admin },
@@ -77,7 +78,7 @@ export const authorizationCode: Grant = {
       client.grantTypes.includes(GRANT.refreshToken) && (rec.scope.includes('offline_access') || client.firstParty)
         ? storeRefreshToken(deps.sql, {
           tenantId: rec.tenantId, clientId: client.clientId, sub: rec.userId, scope, accessJti: at.jti, authTime: rec.authTime * 1000,
-          claims: { aud: audClaim(aud) }, ttlSeconds: client.refreshTokenTtl ?? deps.config.refreshTokenTtlSeconds, generation: deps.tokens.sharding.current(client.clientId),
+          claims: { aud: audClaim(aud) }, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
         })
         : undefined,
     ]);

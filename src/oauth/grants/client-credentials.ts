@@ -14,7 +14,7 @@ export const clientCredentials: Grant = {
     if (resource.length) extra.resource = resource.length === 1 ? resource[0] : resource;
     if (client.permissions.length) extra.permissions = client.permissions;
     if (client.tenantScopes.length) extra.tenant_scopes = client.tenantScopes;
-    const ttl = ttlFor(deps, client);
+    const ttl = (await ttlFor(deps, client));
     const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: client.clientId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra });
     return { access_token: t.token, token_type: 'Bearer', expires_in: ttl, scope };
   },

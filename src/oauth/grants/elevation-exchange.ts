@@ -55,7 +55,7 @@ export async function exchangeElevation(deps: Deps, client: Client, form: Form):
     }
     const remaining = Math.floor((Number(g.expires_at) - now) / 1000);
     if (remaining < 1) throw new OAuthError('invalid_grant', 'The elevation grant has expired.');
-    const ttl = Math.min(ttlFor(deps, client), remaining);
+    const ttl = Math.min((await ttlFor(deps, client)), remaining);
     const t = await deps.tokens.accessTokens.issue({
       tenant: client.tenantId, sub: r.target_subject_id, clientId: client.clientId, aud: g.audience, scope: '', ttlSeconds: ttl,
       extra: { act: { sub: r.requester_id }, authorization_details: g.authorization_details },

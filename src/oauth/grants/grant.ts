@@ -1,3 +1,4 @@
+import { accessTtl } from '../../tenants/settings-cache.js';
 import type { Client } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
@@ -59,8 +60,10 @@ export function narrowScope(requested: string | undefined, ...allowed: string[][
   return out.join(' ');
 }
 
-export function ttlFor(deps: Deps, client: Client): number {
-  return client.accessTokenTtl ?? deps.config.accessTokenTtlSeconds;
+/** The access token lifetime for a client: its own, bounded by its tenant's setting (src/tenants/settings-cache.ts). */
+export async function ttlFor(deps: Deps, client: Client): Promise<number> {
+  const t = await deps.tokens.tenantSettings.get(client.tenantId);
+  return accessTtl(deps.config.accessTokenTtlSeconds, client.accessTokenTtl, t.settings);
 }
 
 export function audClaim(aud: string[]): string | string[] {

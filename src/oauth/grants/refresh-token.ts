@@ -30,7 +30,7 @@ export const refreshToken: Grant = {
     if (rec.tenant_id !== client.tenantId) throw new OAuthError('invalid_grant', 'The refresh token is invalid.');
     // A refresh may narrow the scope, never widen it (RFC 6749 6).
     const scope = narrowScope(one(form, 'scope'), rec.scope.split(' ').filter(Boolean), client.scopes);
-    const ttl = ttlFor(deps, client);
+    const ttl = (await ttlFor(deps, client));
     const claims = rec.claims as { aud?: string | string[] };
     const aud = claims.aud ?? deps.config.issuer;
     // Administrator permissions are read again at every refresh, so role changes take effect.

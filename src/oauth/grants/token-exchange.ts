@@ -31,9 +31,9 @@ export async function verifyPresentedToken(deps: Deps, token: string, tenant: st
     throw err;
   }
   if (payload.tenant !== tenant) throw new OAuthError('invalid_grant', `The ${what} token belongs to another tenant.`);
-  if (await deps.tokens.revocations.isRevoked({ jti: String(payload.jti), tenant, sub: payload.sub, client_id: payload.client_id, iat: payload.iat })) {
-    throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
-  }
+  const state = await deps.tokens.revocations.lookup({ jti: String(payload.jti), tenant, sub: payload.sub, client_id: payload.client_id, iat: payload.iat });
+  if (state.tenantRefused) throw new OAuthError('invalid_grant', `The ${what} token's tenant is suspended.`);
+  if (state.revoked) throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
   return payload;
 }
 
@@ -45,6 +45,11 @@ export const tokenExchange: Grant = {
   async handle(deps, client, form) {
     const subjectToken = required(form, 'subject_token');
     const subjectType = required(form, 'subject_token_type');
+    const { settings } = await deps.tokens.tenantSettings.get(client.tenantId);
+    if (settings.token_exchange_enabled === false) throw new OAuthError('unauthorized_client', 'Token exchange is disabled for this tenant.');
+    if (settings.allowed_subject_token_types && !(settings.allowed_subject_token_types as string[]).includes(subjectType)) {
+      throw new OAuthError('invalid_request', 'This subject_token_type is not allowed in this tenant.');
+    }
     if (subjectType === TOKEN_TYPE.elevationGrant) return exchangeElevation(deps, client, form);
     if (!SUBJECT_TYPES.has(subjectType)) throw new OAuthError('invalid_request', 'Unsupported subject_token_type.');
     const requestedType = one(form, 'requested_token_type') ?? TOKEN_TYPE.accessToken;
@@ -54,6 +59,9 @@ export const tokenExchange: Grant = {
     if (actorToken !== undefined && (actorType === undefined || !SUBJECT_TYPES.has(actorType))) throw new OAuthError('invalid_request', 'actor_token_type is required with actor_token and must be an access token type.');
     if (actorToken === undefined && actorType !== undefined) throw new OAuthError('invalid_request', 'actor_token_type without actor_token.');
     const { aud, resource } = resolveTargets(client, form, null);
+    if (settings.max_exchange_audiences !== undefined && aud.length > settings.max_exchange_audiences) {
+      throw new OAuthError('invalid_target', `At most ${settings.max_exchange_audiences} audiences per exchange in this tenant.`);
+    }
 
     const [subject, actor] = await Promise.all([
       verifyPresentedToken(deps, subjectToken, client.tenantId, 'subject'),
@@ -68,7 +76,7 @@ export const tokenExchange: Grant = {
     if (resource.length) extra.resource = resource.length === 1 ? resource[0] : resource;
     const now = Math.floor(Date.now() / 1000);
     // The issued token never outlives the token it was exchanged for.
-    const ttl = Math.max(1, Math.min(ttlFor(deps, client), Number(subject.exp) - now));
+    const ttl = Math.max(1, Math.min((await ttlFor(deps, client)), Number(subject.exp) - now));
     const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: String(subject.sub), clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra });
     return { access_token: t.token, issued_token_type: requestedType, token_type: 'Bearer', expires_in: ttl, scope };
   },
