@@ -1,3 +1,4 @@
+import { tenantServing } from '../tenants/settings-cache.js';
 import { hasPermission } from '../admin-access.js';
 import type { Deps } from '../deps.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
@@ -53,6 +54,7 @@ export function checkRoutes(deps: Deps): Route[] {
       doc: { summary: 'Whether a user holds a permission (check API key with the check operation; rate-limited by tier)', tags: ['check'], responses: { 200: 'check.check-result' }, errors: [401, 403, 404, 422, 429], security: 'apikey' },
       handler: async ({ req, body }) => {
         const key = await authenticateKey(deps, hashKey, req, 'check', 1);
+        if (!(await tenantServing(deps.tokens.tenantSettings, key.tenant_id))) throw new Forbidden('forbidden', "This key's tenant is suspended.");
         const [a] = await answer(deps, key.tenant_id, [body]);
         if (!a || a.reason === 'user_not_found') throw new NotFound('user_not_found', 'No such user in this tenant.');
         return { body: a };
@@ -63,6 +65,7 @@ export function checkRoutes(deps: Deps): Route[] {
       doc: { summary: 'Up to 100 checks at once (operation batch; each check counts against the rate limit)', tags: ['check'], responses: { 200: 'check.check-batch-result' }, errors: [401, 403, 422, 429], security: 'apikey' },
       handler: async ({ req, body }) => {
         const key = await authenticateKey(deps, hashKey, req, 'batch', body.checks.length);
+        if (!(await tenantServing(deps.tokens.tenantSettings, key.tenant_id))) throw new Forbidden('forbidden', "This key's tenant is suspended.");
         return { body: { results: await answer(deps, key.tenant_id, body.checks) } };
       },
     }),

@@ -1,4 +1,4 @@
-import { REFUSED_STATUSES } from '../store/tenants.js';
+import { tenantServing } from '../tenants/settings-cache.js';
 import type { Deps } from '../deps.js';
 import { OAuthError, Overloaded } from '../errors.js';
 import type { FormToken } from '../generated/types.js';
@@ -39,8 +39,7 @@ export function tokenRoutes(deps: Deps): Route[] {
       if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
       // No new tokens for a suspended (or deleting) tenant: a resource server that verifies JWTs itself
       // would otherwise accept them. Read from the per-process cache, evicted by pub/sub on suspend.
-      const { status } = await deps.tokens.tenantSettings.get(client.tenantId);
-      if (status !== null && REFUSED_STATUSES.has(status)) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
+      if (!(await tenantServing(deps.tokens.tenantSettings, client.tenantId))) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
       return { headers: NO_STORE, body: await grant.handle(deps, client, grantInput(grant, body)) };
     },
   })];

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
-import { TenantRepository, type TenantStatus } from '../store/tenants.js';
+import { REFUSED_STATUSES, TenantRepository, type TenantStatus } from '../store/tenants.js';
 import type { AdminTenantSettings } from '../generated/types.js';
 
 const TTL_MS = 30_000;
@@ -73,4 +73,13 @@ export async function assertLoginMethod(cache: TenantSettingsCache, tenantId: st
     throw new AppError(403, 'forbidden', `${method === 'passkey' ? 'Passkey' : 'Email code'} sign-in is disabled for this organization.`);
   }
   return settings;
+}
+
+/**
+ * Refuses a request of a suspended (or deleting) tenant, from the cached status: the check API and the
+ * token endpoint read it with no query (a suspend evicts the entry everywhere by pub/sub).
+ */
+export async function tenantServing(cache: TenantSettingsCache, tenantId: string): Promise<boolean> {
+  const { status } = await cache.get(tenantId);
+  return status === null || !REFUSED_STATUSES.has(status);
 }

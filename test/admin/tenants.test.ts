@@ -88,8 +88,12 @@ t.test('suspension: tokens inactive and exchange refused at once, admin 403 exce
   t.equal((await introspect()).active, true);
   t.equal((await exchange()).status, 200);
   t.equal((await tenantAdmin('GET', '/api/admin/users')).status, 200);
+  const ck = (await tenantAdmin('POST', '/api/admin/check-api-keys', { name: 'k', client_id: b.clients.exchanger.client_id })).body.key as string;
+  const checkApi = async () => (await fetch(`${srv.url}/api/check`, { method: 'POST', headers: { authorization: `Bearer ${ck}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_id: 'u_nope', permission: 'x:y' }) })).status;
+  t.equal(await checkApi(), 404, 'the check API answers (no such user)');
 
   t.equal((await platform.call('POST', `/api/admin/tenants/${id}/suspend`)).status, 200);
+  t.equal(await checkApi(), 403, 'the check API refuses a suspended tenant');
   t.same(await introspect(), { active: false }, 'inactive at introspection (also past the introspection cache)');
   const ex = await exchange();
   t.equal(ex.status, 400);
@@ -121,6 +125,7 @@ t.test('suspension: tokens inactive and exchange refused at once, admin 403 exce
   t.equal((await introspect()).active, true, 'a suspension is not a revocation: the token is active again');
   t.equal((await exchange()).status, 200);
   t.equal((await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials', scope: 'read' })).status, 200, 'tokens are issued again');
+  t.equal(await checkApi(), 404, 'the check API answers again');
   t.equal((await tenantAdmin('GET', '/api/admin/users')).status, 200);
   t.not((await fetch(authorizeUrl, { redirect: 'manual' })).status, 403, 'logins open again');
 });
