@@ -12,6 +12,7 @@ import { responseValidators } from '../generated/index.js';
 import { wantsJson } from './negotiate.js';
 import { errorReply } from './pages.js';
 import { errorDetails, validate, validatorFor } from './validate.js';
+import { checkInput } from './input-bounds.js';
 
 /** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
 export function assertNativeUws(): void {
@@ -238,7 +239,10 @@ function prepare(req: HttpRequest, route: Route): void {
       const prev = q[k];
       q[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
+    checkInput(q);
     validate(validatorFor(route.querySchema), q);
+    // Again after coercion: Ajv coerces "1e400" to Infinity and lets it through its own bounds.
+    checkInput(q);
     req.queryData = q;
   }
   if (route.body === 'json' && BODY_METHODS.has(req.method)) {
@@ -323,9 +327,25 @@ function redactedBody(req: HttpRequest): unknown {
   try {
     const ct = req.headers['content-type'] ?? '';
     const obj = ct.startsWith('application/x-www-form-urlencoded') ? { ...req.form() } : JSON.parse(req.body.toString('utf8'));
-    if (obj && typeof obj === 'object') for (const k of Object.keys(obj)) if (SECRET_FIELDS.test(k)) obj[k] = '[redacted]';
-    return obj;
+    return redactSecrets(obj, 0);
   } catch {
     return '[unparseable]';
   }
+}
+
+/** JWK members that are private key material (RFC 7518 6.2.2, 6.3.2, 6.4; RFC 8037 2): redacted wherever a JWK appears. */
+const JWK_PRIVATE = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
+
+/** A copy with every secret field, and every private member of anything shaped like a JWK, replaced at any depth. */
+export function redactSecrets(v: unknown, depth: number): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (depth > 32) return '[truncated]';
+  if (Array.isArray(v)) return v.map((x) => redactSecrets(x, depth + 1));
+  const o = v as Record<string, unknown>;
+  const jwk = typeof o.kty === 'string';
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(o)) {
+    out[k] = SECRET_FIELDS.test(k) || (jwk && JWK_PRIVATE.has(k)) ? '[redacted]' : redactSecrets(o[k], depth + 1);
+  }
+  return out;
 }

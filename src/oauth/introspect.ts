@@ -25,6 +25,8 @@ export function introspectRoutes(deps: Deps): Route[] {
   async function introspectJwt(rs: Client, token: string): Promise<string> {
     let claims: JwtPayload;
     try { claims = decodeJwt(token).payload; } catch { return INACTIVE; }
+    // Clock tolerance is for tokens minted elsewhere; ours expire exactly at exp, cached answers included.
+    if (!(Number(claims.exp) * 1000 > Date.now())) return INACTIVE;
     const cacheKey = redisKeys.introspection(rs.clientId, createHash('sha256').update(token).digest('base64url'));
     // One command: the revocation state and the cached answer, read together.
     const { revoked, extra: cached } = await tokens.revocations.lookup(
