@@ -10,8 +10,9 @@ t.teardown(() => srv.close());
 const b = await setupTenant(srv, 'expiry');
 
 t.test('an own token is inactive from exp on, cached or not', async (t) => {
-  const c = b.clients.exchanger;
-  const issued = await srv.deps.tokens.accessTokens.issue({ tenant: b.tenant_id, sub: c.client_id, clientId: c.client_id, aud: b.clients.resource_server.audience, scope: 'read', ttlSeconds: 2 });
+  // Issued to the resource server itself, so strictValidation holds without further setup.
+  const c = b.clients.resource_server;
+  const issued = await srv.deps.tokens.accessTokens.issue({ tenant: b.tenant_id, sub: c.client_id, clientId: c.client_id, aud: b.clients.resource_server.audience, scope: 'read', ttlSeconds: 3 });
   const exp = JSON.parse(Buffer.from(issued.token.split('.')[1]!, 'base64url').toString()).exp as number;
   const first = await (await postForm(`${srv.url}/introspect`, b.clients.resource_server, { token: issued.token })).json() as any;
   t.equal(first.active, true, 'active before exp (and now cached)');
