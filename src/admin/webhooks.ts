@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError, type Details } from '../errors.js';
 import { notifyRelay } from '../events/outbox.js';
@@ -112,8 +113,10 @@ export function webhookRoutes(deps: Deps): Route[] {
         const key = req.headers['idempotency-key'];
         if (key !== undefined && (key.length === 0 || key.length > 255)) throw new ValidationError({ 'Idempotency-Key': ['must be 1 to 255 characters'] });
         if (key !== undefined) {
-          const claim = await store.webhooks.claimTestKey(w.id, key, Date.now());
+          const claim = await store.webhooks.claimTestKey(w.id, key, Date.now(), requestHash(body));
           if (!claim.claimed) {
+            // The IETF idempotency-key draft: a key reused with a different payload is a client error, not a replay.
+            if (claim.mismatch) throw new ValidationError({ 'Idempotency-Key': ['was already used with a different request body'] }, 'The Idempotency-Key was already used with a different request body.');
             if (claim.result === null) throw new Conflict('conflict', 'A request with this Idempotency-Key is still in progress.');
             unchanged();
             return { body: claim.result, headers: { 'Idempotent-Replayed': 'true' } };
@@ -175,4 +178,9 @@ export function webhookRoutes(deps: Deps): Route[] {
       },
     }),
   ];
+}
+
+/** A stable fingerprint of a validated test request, to tell a replay from a reuse of the key. */
+function requestHash(body: unknown): string {
+  return createHash('sha256').update(JSON.stringify(body ?? {})).digest('base64url');
 }

@@ -169,17 +169,22 @@ export class WebhookRepository {
   }
 
   /** Claims an Idempotency-Key of the test operation; when it was used in the last 24 h, its stored result (null while in flight). */
-  async claimTestKey(webhookId: string, key: string, nowMs: number): Promise<{ claimed: true } | { claimed: false; result: unknown }> {
+  /**
+   * Claims an Idempotency-Key for a test send; a key already used answers its stored result, or
+   * `mismatch` when it was first used with a different request (`requestHash`).
+   */
+  async claimTestKey(webhookId: string, key: string, nowMs: number, requestHash = ''): Promise<{ claimed: true } | { claimed: false; result: unknown; mismatch?: true }> {
     const db = this.db;
     await db`delete from webhook_test_idempotency
       where tenant_id = ${this.tenantId} and webhook_id = ${webhookId} and key = ${key} and created_at < ${nowMs - 24 * 3600 * 1000}`;
     const ins = await db`
-      insert into webhook_test_idempotency (tenant_id, webhook_id, key, created_at) values (${this.tenantId}, ${webhookId}, ${key}, ${nowMs})
+      insert into webhook_test_idempotency (tenant_id, webhook_id, key, created_at, request_hash) values (${this.tenantId}, ${webhookId}, ${key}, ${nowMs}, ${requestHash})
       on conflict do nothing returning 1`;
     if (ins.length) return { claimed: true };
-    const [prev] = await db<{ result: unknown }[]>`
-      select result from webhook_test_idempotency where tenant_id = ${this.tenantId} and webhook_id = ${webhookId} and key = ${key}`;
-    return { claimed: false, result: prev?.result ?? null };
+    const [prev] = await db<{ result: unknown; request_hash: string | null }[]>`
+      select result, request_hash from webhook_test_idempotency where tenant_id = ${this.tenantId} and webhook_id = ${webhookId} and key = ${key}`;
+    const mismatch = prev?.request_hash != null && prev.request_hash !== requestHash;
+    return { claimed: false, result: prev?.result ?? null, ...(mismatch ? { mismatch: true as const } : {}) };
   }
 
   async storeTestResult(webhookId: string, key: string, result: unknown): Promise<void> {

@@ -144,6 +144,13 @@ t.test('test operation: default and named events, signature, timeout error, Idem
   t.same(await j(b), a, 'same key returns the first result');
   t.equal(b.headers.get('idempotent-replayed'), 'true');
   t.equal(rx.received.length, before + 1, 'and does not send again');
+  // Issue 21 item 12: the same key with a different body is refused, naming the mismatch.
+  const c = await api(`/${created.id}/test`, { method: 'POST', body: { event: 'user.deleted' }, headers: { 'idempotency-key': 'k-1' } });
+  t.equal(c.status, 422);
+  const cb = await j(c);
+  t.equal(cb.error, 'validation_error');
+  t.match(cb.details['Idempotency-Key'][0], /different request body/);
+  t.equal(rx.received.length, before + 1, 'nothing is sent for the refused reuse');
 });
 
 t.test('deliveries over the API: list with filters and cursor, one with attempts, manual retry', async (t) => {
