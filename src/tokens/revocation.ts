@@ -27,9 +27,11 @@ export class RevocationStore {
   private dirty = false;
 
   constructor(private readonly redis: Redis, private readonly sql: Sql, private readonly log: Logger) {
+    // On every (re)connection, not only after a missed write: a Redis that came back empty must be
+    // refilled before the first token arrives, not by the first request that finds it empty.
     redis.on('ready', () => {
-      if (!this.dirty) return;
-      redis.del(SENTINEL).then(() => { this.dirty = false; return this.ensureLoaded(); })
+      const forget = this.dirty ? redis.del(SENTINEL).then(() => { this.dirty = false; }) : Promise.resolve();
+      forget.then(() => this.ensureLoaded())
         .catch((err) => log.error({ err }, 'revocation refill after reconnect failed'));
     });
   }
@@ -97,6 +99,16 @@ export class RevocationStore {
       const prev = Number((await this.redis.get(key)) ?? 0);
       await this.redis.set(key, String(Math.max(prev, atMs)), 'PX', Math.max(1, expiresAt - Date.now()));
     });
+  }
+
+  /**
+   * Whether Redis holds the revocation record, so checks can answer (readiness). When it does not, a
+   * refill is started (another process may hold the lock; the next probe tries again).
+   */
+  async loaded(): Promise<boolean> {
+    if ((await this.redis.get(SENTINEL)) !== null) return true;
+    void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
+    return false;
   }
 
   /** Refills Redis from Postgres if it lost its data; one process refills while the others wait. */
