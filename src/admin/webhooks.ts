@@ -7,6 +7,7 @@ import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
 import type { TenantStore } from '../store/index.js';
 import type { DeliveryRow } from '../store/webhooks.js';
+import { filterProblems } from '../webhooks/filters.js';
 import { RESERVED_HEADER } from '../webhooks/message.js';
 import { generateSecret, sealWebhookSecret, webhookSecret } from '../webhooks/secret-box.js';
 import { sendTest } from '../webhooks/test-send.js';
@@ -29,6 +30,7 @@ function checkSemantics(deps: Deps, v: { url?: string | undefined; headers?: obj
   if (v.url !== undefined && !deps.config.webhookAllowPrivate && obviouslyPrivate(v.url)) details.url = ['must not point to a private, loopback or link-local address'];
   for (const h of Object.keys(v.headers ?? {})) if (RESERVED_HEADER.test(h)) (details[`headers.${h}`] ??= []).push('is a reserved header');
   for (const e of Object.keys(v.filters ?? {})) if (!events.includes(e)) (details[`filters.${e}`] ??= []).push('is not one of the webhook events');
+  for (const [k, msg] of Object.entries(filterProblems(v.filters as Record<string, unknown> | undefined))) (details[k] ??= []).push(msg);
   if (Object.keys(details).length) throw new ValidationError(details);
 }
 
