@@ -39,6 +39,10 @@ export interface ServerOptions {
 const STATUS_LINES: string[] = [];
 for (const [code, text] of Object.entries(STATUS_CODES)) STATUS_LINES[Number(code)] = `${code} ${text}`;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** Longest request target (path and query) answered normally; longer is 414. */
+export const MAX_TARGET_BYTES = 8192;
+/** Largest header block (names and values) answered normally; larger is 431. */
+export const MAX_HEADER_BYTES = 32768;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SECRET_FIELDS = /^(client_secret|secret|password|token|subject_token|actor_token|refresh_token|code|code_verifier|client_assertion|key|private_key)$/;
 
@@ -112,6 +116,19 @@ export class HttpServer {
       req.aborted = true;
       if (readingBody) { readingBody = false; this.release(); }
     });
+
+    // Oversized request lines and header blocks get the spec's error body. uWS itself accepts them up to
+    // its receive buffer and beyond that resets the connection before any callback runs (docs/decisions.md).
+    if (path.length + query.length > MAX_TARGET_BYTES) {
+      this.sendError(res, req, new AppError(414, 'invalid_request', `The request target is longer than ${MAX_TARGET_BYTES} bytes.`), path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'oversized', true);
+      return;
+    }
+    let headerBytes = 0;
+    for (const k in headers) headerBytes += k.length + headers[k]!.length + 4;
+    if (headerBytes > MAX_HEADER_BYTES) {
+      this.sendError(res, req, new AppError(431, 'invalid_request', `The request headers are larger than ${MAX_HEADER_BYTES} bytes.`), path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'oversized', true);
+      return;
+    }
 
     const match = this.router.match(method, path);
     if (match.kind !== 'route') {
