@@ -51,9 +51,30 @@ function closed(node, inCombinator = false) {
   return out;
 }
 
+/**
+ * Request schemas: every integer is bounded to what JavaScript and a Postgres bigint both hold exactly
+ * (2^53 - 1), unless the schema bounds it tighter, so `limit=1e20` or `expires_at: 1e20` is a 422, not
+ * an overflow in Postgres.
+ */
+const SAFE = Number.MAX_SAFE_INTEGER;
+function bounded(node) {
+  if (Array.isArray(node)) return node.map(bounded);
+  if (!node || typeof node !== 'object') return node;
+  const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === 'default' || k === 'examples' || k === 'const' || k === 'enum' ? v : bounded(v)]));
+  const types = Array.isArray(out.type) ? out.type : [out.type];
+  if (types.includes('integer') || types.includes('number')) {
+    if (!('maximum' in out) && !('exclusiveMaximum' in out)) out.maximum = SAFE;
+    if (!('minimum' in out) && !('exclusiveMinimum' in out)) out.minimum = -SAFE;
+  }
+  return out;
+}
+
 function compile(coerce, strictResponses = false) {
   const ajv = new Ajv({
     allErrors: true, useDefaults: true, strict: true, strictRequired: false,
+    // Unknown query and form parameters are ignored (docs/decisions.md; RFC 6749 3.2 for OAuth forms):
+    // they are dropped where a schema closes its object, before the handler sees the data.
+    removeAdditional: coerce,
     coerceTypes: coerce ? 'array' : false,
     // Form and query parameters are protocol strings (tokens, ids, URIs): their length limits count
     // UTF-16 units (String#length, never more lenient) instead of walking every token for surrogate
@@ -65,7 +86,7 @@ function compile(coerce, strictResponses = false) {
   });
   addFormats.default(ajv);
   ajv.addKeyword({ keyword: 'x-permission' });
-  for (const s of all) ajv.addSchema(strictResponses ? closed(s.schema) : s.schema);
+  for (const s of all) ajv.addSchema(strictResponses ? closed(s.schema) : bounded(s.schema));
   const mapping = {};
   all.filter((s) => s.coerce === coerce).forEach((s, i) => { mapping[`v${i}`] = s.id; });
   const code = Object.keys(mapping).length ? standaloneCode(ajv, mapping) : '';

@@ -146,7 +146,11 @@ async function start() {
   const storage = await resolveStorage('svc');
   if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
   const queueRedis = process.env.QUEUE_REDIS_URL ?? (process.env.REDIS_URL ? storage.REDIS_URL : await startPrivateRedis('queue-redis', 63791, true));
-  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: queueRedis, NODE_ENV: process.env.NODE_ENV ?? 'development' };
+  // `svc start` alone defaults to production; this local runner asks for development explicitly and says so.
+  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: queueRedis, NODE_ENV: process.env.NODE_ENV || 'development' };
+  say(env.NODE_ENV === 'development'
+    ? 'NODE_ENV=development (set explicitly by npm start): X-Debug error details and the development key are on; never expose this server'
+    : `NODE_ENV=${env.NODE_ENV}`);
   // No SMTP_URL: a development mail sink on 2525 that prints each login code (see docs/login.md).
   if (!process.env.SMTP_URL) { const sink = spawn(process.execPath, [path.join(root, 'dist', 'src', 'mail', 'dev-sink.js'), '--port', '2525'], { cwd: root, stdio: 'inherit' }); process.on('exit', () => sink.kill()); env.SMTP_URL = 'smtp://127.0.0.1:2525'; }
   if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');

@@ -3,7 +3,7 @@ import { loadConfig, ConfigError } from './config.js';
 import { createSql } from './store/sql.js';
 
 const USAGE = `usage: svc <command>
-  start              run the service (supervisor, HTTP processes, queue workers)
+  start              run the service (supervisor, HTTP processes, queue workers); NODE_ENV defaults to production
   migrate            apply pending database migrations
   bootstrap [--json] create the default tenant, platform administrator and demo clients (idempotent;
                      prints fresh secrets for the bootstrap clients each run)
@@ -17,6 +17,9 @@ const USAGE = `usage: svc <command>
 async function run(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (cmd === 'start') {
+    // An unconfigured deployment must not answer X-Debug stack traces or run on the development key:
+    // the server defaults to production; `npm start` (ops/run.mjs) asks for development explicitly.
+    process.env.NODE_ENV ||= 'production';
     const { main } = await import('./main.js');
     await main();
     return -1; // keep running

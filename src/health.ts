@@ -15,12 +15,14 @@ export function healthRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/readyz', iface: 'public',
-      doc: { summary: 'Postgres and Redis are reachable', tags: ['operations'], security: 'none', errors: [503] },
+      doc: { summary: 'Postgres and Redis are reachable and the revocation state is loaded', tags: ['operations'], security: 'none', errors: [503] },
       handler: async () => {
         const [pg, rd] = await Promise.all([checkPostgres(deps), checkRedis(deps)]);
         if (!pg || !rd) {
           throw new ServiceUnavailable(`not ready: postgres ${pg ? 'ok' : 'unreachable'}, redis ${rd ? 'ok' : 'unreachable'}`);
         }
+        // A process whose Redis lost the revocation record would refuse every token: not ready until refilled.
+        if (!(await checkRevocations(deps))) throw new ServiceUnavailable('not ready: revocation state not loaded into redis yet');
         return { body: { status: 'ready', postgres: 'ok', redis: 'ok' } };
       },
     },
@@ -44,6 +46,14 @@ async function checkPostgres({ sql }: Deps): Promise<boolean> {
 async function checkRedis({ redis }: Deps): Promise<boolean> {
   try {
     return (await withTimeout(redis.ping(), 2000)) === 'PONG';
+  } catch {
+    return false;
+  }
+}
+
+async function checkRevocations({ tokens }: Deps): Promise<boolean> {
+  try {
+    return await withTimeout(tokens.revocations.loaded(), 2000);
   } catch {
     return false;
   }

@@ -9,6 +9,7 @@ import { adminRoute, fetched, found } from './route.js';
 const READ = 'admin:check-api-keys:read';
 const WRITE = 'admin:check-api-keys:write';
 const tags = ['check-api-keys'];
+const MAX_PAGE = 100;
 const notFound = () => new NotFound('not_found', 'No such check API key.');
 
 /** Check API keys of the current tenant: list, get, create (plaintext shown once), revoke. */
@@ -19,8 +20,10 @@ export function checkApiKeyRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/api/admin/check-api-keys', permission: READ, tags, query: 'query.admin-check-api-key-list',
       summary: 'List check API keys of the tenant (never the key itself)', response: { 200: 'admin.check-api-key-list' },
       handler: async ({ query, store }) => {
-        const r = await store.checkApiKeys.list(query);
-        return { body: { keys: r.rows.map(checkKeyView), total: r.total, page: query.page, limit: query.limit } };
+        // The spec caps the page size at 100 rather than refusing larger ones.
+        const limit = Math.min(query.limit, MAX_PAGE);
+        const r = await store.checkApiKeys.list({ ...query, limit });
+        return { body: { keys: r.rows.map(checkKeyView), total: r.total, page: query.page, limit } };
       },
     }),
     adminRoute(deps, {

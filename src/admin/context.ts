@@ -4,6 +4,7 @@ import { checkAudience } from './checks/check-audience.js';
 import { checkClient } from './checks/check-client.js';
 import { checkNotRevoked } from './checks/check-not-revoked.js';
 import { checkPermission } from './checks/check-permission.js';
+import { checkTenantExists } from './checks/check-tenant-exists.js';
 import { readToken } from './checks/read-token.js';
 import { resolveTenant, type TenantMode } from './checks/resolve-tenant.js';
 import { checkTenantServing } from './checks/check-tenant-serving.js';
@@ -25,6 +26,7 @@ export async function adminContext(deps: Deps, req: HttpRequest, permission: str
   const { tenantRefused } = await checkNotRevoked(deps, p);
   const permissions = checkPermission(p, permission);
   const { tenantId, platform } = resolveTenant(p, req, tenant);
+  await checkTenantExists(deps, tenantId, String(p.tenant));
   await checkTenantServing(deps, { home: String(p.tenant), tenantId, platform, homeRefused: tenantRefused });
   const isMachine = p.sub === p.client_id;
   const ctx: AdminContext = {

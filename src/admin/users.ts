@@ -61,7 +61,48 @@ export function userRoutes(deps: Deps): Route[] {
       return { body: userView(u) };
     },
   });
+  // Lock/unlock: a locked user cannot sign in (403 user_locked) until unlocked; unlike suspension the
+  // user's tokens stay valid, so an attacker's wrong guesses cannot sign the real user out.
+  const setLock = (lock: boolean): Route => adminRoute(deps, {
+    method: 'POST', path: `/api/admin/users/:id/${lock ? 'lock' : 'unlock'}`, permission: WRITE, tags,
+    summary: lock ? 'Lock a user: sign-in refused with user_locked (user.updated)' : 'Unlock a user and clear its failed sign-ins (user.updated)',
+    response: { 200: 'admin.user' }, errors: [404, 409],
+    audit: { action: lock ? 'user.lock' : 'user.unlock', resourceType: 'user', severity: lock ? 'warn' : 'info' },
+    handler: async ({ ctx, params, mutate }) => {
+      const id = params.id!;
+      const u = await mutate(async (tx, store) => {
+        const cur = await mustLock(store, id);
+        const want = lock ? 'locked' : 'active';
+        if (cur.status === want) return { result: cur, before: userView(cur), after: userView(cur), metadata: { changed: false } };
+        if (cur.status === 'suspended') throw new Conflict('conflict', 'The user is suspended; unsuspend it first.');
+        const next = found(await store.users.setLockStatus(id, want), userNotFound);
+        await recordEvent(tx, { tenantId: ctx.tenantId, event: 'user.updated', data: { user_id: id, email: next.email, changed: ['status'], status: want } });
+        return { result: next, before: userView(cur), after: userView(next) };
+      });
+      return { body: userView(u) };
+    },
+  });
   return [
+    setLock(true),
+    setLock(false),
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/settings/login-lockout', permission: 'admin:settings:read', tags: ['settings'],
+      summary: 'Automatic user lock after consecutive failed sign-ins (0: never)', response: { 200: 'admin.login-lockout' },
+      handler: async ({ store }) => ({ body: { max_failed_logins: await store.users.lockoutThreshold() } }),
+    }),
+    adminRoute(deps, {
+      method: 'PUT', path: '/api/admin/settings/login-lockout', permission: 'admin:settings:write', tags: ['settings'], body: 'admin.login-lockout-update',
+      summary: 'Set the automatic user lock threshold of the tenant', response: { 200: 'admin.login-lockout' },
+      audit: { action: 'settings.login_lockout.update', resourceType: 'settings' },
+      handler: async ({ body, mutate }) => {
+        const max = await mutate(async (_tx, store) => {
+          const before = await store.users.lockoutThreshold();
+          const after = await store.users.setLockoutThreshold(body.max_failed_logins);
+          return { result: after, resourceId: 'login-lockout', before: { max_failed_logins: before }, after: { max_failed_logins: after } };
+        });
+        return { body: { max_failed_logins: max } };
+      },
+    }),
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/users', permission: READ, tags, query: 'query.admin-user-list',
       summary: 'List users, newest first (filters: status, email prefix, q, role_id)', response: { 200: 'admin.user-list' },

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError, type Details } from '../errors.js';
 import { notifyRelay } from '../events/outbox.js';
@@ -6,6 +7,7 @@ import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
 import type { TenantStore } from '../store/index.js';
 import type { DeliveryRow } from '../store/webhooks.js';
+import { filterProblems } from '../webhooks/filters.js';
 import { RESERVED_HEADER } from '../webhooks/message.js';
 import { generateSecret, sealWebhookSecret, webhookSecret } from '../webhooks/secret-box.js';
 import { sendTest } from '../webhooks/test-send.js';
@@ -28,6 +30,7 @@ function checkSemantics(deps: Deps, v: { url?: string | undefined; headers?: obj
   if (v.url !== undefined && !deps.config.webhookAllowPrivate && obviouslyPrivate(v.url)) details.url = ['must not point to a private, loopback or link-local address'];
   for (const h of Object.keys(v.headers ?? {})) if (RESERVED_HEADER.test(h)) (details[`headers.${h}`] ??= []).push('is a reserved header');
   for (const e of Object.keys(v.filters ?? {})) if (!events.includes(e)) (details[`filters.${e}`] ??= []).push('is not one of the webhook events');
+  for (const [k, msg] of Object.entries(filterProblems(v.filters as Record<string, unknown> | undefined))) (details[k] ??= []).push(msg);
   if (Object.keys(details).length) throw new ValidationError(details);
 }
 
@@ -112,8 +115,10 @@ export function webhookRoutes(deps: Deps): Route[] {
         const key = req.headers['idempotency-key'];
         if (key !== undefined && (key.length === 0 || key.length > 255)) throw new ValidationError({ 'Idempotency-Key': ['must be 1 to 255 characters'] });
         if (key !== undefined) {
-          const claim = await store.webhooks.claimTestKey(w.id, key, Date.now());
+          const claim = await store.webhooks.claimTestKey(w.id, key, Date.now(), requestHash(body));
           if (!claim.claimed) {
+            // The IETF idempotency-key draft: a key reused with a different payload is a client error, not a replay.
+            if (claim.mismatch) throw new ValidationError({ 'Idempotency-Key': ['was already used with a different request body'] }, 'The Idempotency-Key was already used with a different request body.');
             if (claim.result === null) throw new Conflict('conflict', 'A request with this Idempotency-Key is still in progress.');
             unchanged();
             return { body: claim.result, headers: { 'Idempotent-Replayed': 'true' } };
@@ -175,4 +180,9 @@ export function webhookRoutes(deps: Deps): Route[] {
       },
     }),
   ];
+}
+
+/** A stable fingerprint of a validated test request, to tell a replay from a reuse of the key. */
+function requestHash(body: unknown): string {
+  return createHash('sha256').update(JSON.stringify(body ?? {})).digest('base64url');
 }

@@ -1,5 +1,6 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { InvalidJson, InvalidRequest } from '../errors.js';
+import { checkInput } from './input-bounds.js';
 
 const textDecoder = new TextDecoder();
 
@@ -45,15 +46,25 @@ export class HttpRequest {
   /** Body as JSON; an empty body is an empty object. */
   json(): unknown {
     if (this.body.length === 0) return {};
-    try { return JSON.parse(this.body.toString('utf8')); } catch { throw new InvalidJson(); }
+    let data: unknown;
+    // A body nested so deep that the parser runs out of stack is as unreadable as a malformed one.
+    try { data = JSON.parse(this.body.toString('utf8')); } catch { throw new InvalidJson(); }
+    checkInput(data);
+    return data;
   }
 
   /** Body as application/x-www-form-urlencoded; repeated keys become arrays. */
   form(): Record<string, string | string[]> {
-    return parseForm(this.body.toString('latin1'));
+    const data = parseForm(this.body.toString('latin1'));
+    checkInput(data);
+    return data;
   }
 
-  searchParams(): URLSearchParams { return new URLSearchParams(this.query); }
+  searchParams(): URLSearchParams {
+    const params = new URLSearchParams(this.query);
+    for (const [k, v] of params) checkInput({ [k]: v });
+    return params;
+  }
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -61,6 +61,8 @@ export class Router {
       const params: Record<string, string> = {};
       for (const [i, name] of d.params) {
         try { params[name] = decodeURIComponent(segs[i]!); } catch { params[name] = segs[i]!; }
+        // No resource id holds a NUL (Postgres text cannot): such a path names nothing (docs/decisions.md).
+        if (params[name]!.includes('\u0000')) return { kind: 'none' };
       }
       return { kind: 'route', route, params };
     }

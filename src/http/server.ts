@@ -12,6 +12,7 @@ import { responseValidators } from '../generated/index.js';
 import { wantsJson } from './negotiate.js';
 import { errorReply } from './pages.js';
 import { errorDetails, validate, validatorFor } from './validate.js';
+import { checkInput } from './input-bounds.js';
 
 /** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
 export function assertNativeUws(): void {
@@ -38,6 +39,10 @@ export interface ServerOptions {
 const STATUS_LINES: string[] = [];
 for (const [code, text] of Object.entries(STATUS_CODES)) STATUS_LINES[Number(code)] = `${code} ${text}`;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** Longest request target (path and query) answered normally; longer is 414. */
+export const MAX_TARGET_BYTES = 8192;
+/** Largest header block (names and values) answered normally; larger is 431. */
+export const MAX_HEADER_BYTES = 32768;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const SECRET_FIELDS = /^(client_secret|secret|password|token|subject_token|actor_token|refresh_token|code|code_verifier|client_assertion|key|private_key)$/;
 
@@ -111,6 +116,19 @@ export class HttpServer {
       req.aborted = true;
       if (readingBody) { readingBody = false; this.release(); }
     });
+
+    // Oversized request lines and header blocks get the spec's error body. uWS itself accepts them up to
+    // its receive buffer and beyond that resets the connection before any callback runs (docs/decisions.md).
+    if (path.length + query.length > MAX_TARGET_BYTES) {
+      this.sendError(res, req, new AppError(414, 'invalid_request', `The request target is longer than ${MAX_TARGET_BYTES} bytes.`), path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'oversized', true);
+      return;
+    }
+    let headerBytes = 0;
+    for (const k in headers) headerBytes += k.length + headers[k]!.length + 4;
+    if (headerBytes > MAX_HEADER_BYTES) {
+      this.sendError(res, req, new AppError(431, 'invalid_request', `The request headers are larger than ${MAX_HEADER_BYTES} bytes.`), path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'oversized', true);
+      return;
+    }
 
     const match = this.router.match(method, path);
     if (match.kind !== 'route') {
@@ -238,7 +256,10 @@ function prepare(req: HttpRequest, route: Route): void {
       const prev = q[k];
       q[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
+    checkInput(q);
     validate(validatorFor(route.querySchema), q);
+    // Again after coercion: Ajv coerces "1e400" to Infinity and lets it through its own bounds.
+    checkInput(q);
     req.queryData = q;
   }
   if (route.body === 'json' && BODY_METHODS.has(req.method)) {
@@ -323,9 +344,25 @@ function redactedBody(req: HttpRequest): unknown {
   try {
     const ct = req.headers['content-type'] ?? '';
     const obj = ct.startsWith('application/x-www-form-urlencoded') ? { ...req.form() } : JSON.parse(req.body.toString('utf8'));
-    if (obj && typeof obj === 'object') for (const k of Object.keys(obj)) if (SECRET_FIELDS.test(k)) obj[k] = '[redacted]';
-    return obj;
+    return redactSecrets(obj, 0);
   } catch {
     return '[unparseable]';
   }
+}
+
+/** JWK members that are private key material (RFC 7518 6.2.2, 6.3.2, 6.4; RFC 8037 2): redacted wherever a JWK appears. */
+const JWK_PRIVATE = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
+
+/** A copy with every secret field, and every private member of anything shaped like a JWK, replaced at any depth. */
+export function redactSecrets(v: unknown, depth: number): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (depth > 32) return '[truncated]';
+  if (Array.isArray(v)) return v.map((x) => redactSecrets(x, depth + 1));
+  const o = v as Record<string, unknown>;
+  const jwk = typeof o.kty === 'string';
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(o)) {
+    out[k] = SECRET_FIELDS.test(k) || (jwk && JWK_PRIVATE.has(k)) ? '[redacted]' : redactSecrets(o[k], depth + 1);
+  }
+  return out;
 }

@@ -49,21 +49,24 @@ export function loginRoutes(deps: Deps): Route[] {
   async function generate(req: HttpRequest): Promise<Reply> {
     const { form, data } = readBody(req);
     if (form) {
+      // A form post keeps its CSRF check; a client that asked for JSON gets its errors as JSON (OpenAPI).
+      const api = wantsJson(req);
       try {
         const it = await browserInteraction(req, data);
         const client = await clientFor(it.request.clientId);
         const email = formString(data, 'email')?.trim() ?? '';
         const csrf = csrfFor(ctx, req);
+        if (!isEmail(email) && api) throw new InvalidEmail();
         if (!isEmail(email)) return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email, error: 'Enter a valid email address.', status: 422 });
         try {
           const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip });
           return codePage({ email, csrf: csrf.token, interaction: it.id, expiresIn, formTargets: [originOf(it.request.redirectUri)].filter(Boolean) });
         } catch (err) {
-          if (!(err instanceof AppError) || err.status !== 429) throw err;
+          if (!(err instanceof AppError) || err.status !== 429 || api) throw err;
           const p = emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email, error: `Too many codes were requested. Try again in ${err.retryAfter} seconds.`, status: 429 });
           return { ...p, headers: { ...p.headers, ...err.headers } };
         }
-      } catch (err) { return failure(err, false, 'public'); }
+      } catch (err) { return failure(err, api, 'public'); }
     }
     validate(validatorFor('login.email-code-generate'), data);
     const email = String(data.email).trim();
@@ -95,8 +98,9 @@ export function loginRoutes(deps: Deps): Route[] {
   async function verify(req: HttpRequest): Promise<Reply> {
     const { form, data } = readBody(req);
     if (form) {
+      const api = wantsJson(req);
       let it: Interaction;
-      try { it = await browserInteraction(req, data); } catch (err) { return failure(err, false, 'public'); }
+      try { it = await browserInteraction(req, data); } catch (err) { return failure(err, api, 'public'); }
       const email = formString(data, 'email')?.trim() ?? '';
       const code = formString(data, 'code')?.trim() ?? '';
       try {
@@ -104,11 +108,11 @@ export function loginRoutes(deps: Deps): Route[] {
         if (s.tenantId !== it.request.tenantId) throw new InvalidCode();
         return { status: 303, headers: { Location: resumeUrl(it), ...NO_STORE }, cookies: [s.cookie] };
       } catch (err) {
-        if (err instanceof InvalidCode) {
+        if (err instanceof InvalidCode && !api) {
           const csrf = csrfFor(ctx, req);
           return codePage({ email, csrf: csrf.token, interaction: it.id, expiresIn: LOGIN.codeTtlSeconds, formTargets: [originOf(it.request.redirectUri)].filter(Boolean), error: err.message, status: 400 });
         }
-        return failure(err, false, 'public');
+        return failure(err, api, 'public');
       }
     }
     validate(validatorFor('login.email-code-verify'), data);
@@ -145,7 +149,7 @@ export function loginRoutes(deps: Deps): Route[] {
     let json = false;
     try {
       const { form, data } = readBody(req);
-      json = !form;
+      json = !form || wantsJson(req);
       if (form) checkCsrf(ctx, req, data.csrf_token);
       const it = await loadInteraction(deps.redis, data.interaction);
       if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');

@@ -43,7 +43,12 @@ export async function loginUser(deps: Deps, a: { tenantId: string; email: string
 /** A failed code check: `auth.login_failed` for the tenant the code was requested for. */
 export async function recordLoginFailure(deps: Deps, a: { tenantId: string; clientId: string; email: string; reason: string }): Promise<void> {
   await deps.store.transaction(a.tenantId, async ({ users }, tx) => {
-    const user = await users.getByEmail(a.email);
+    // Wrong codes count toward the tenant's automatic lock (admin setting login-lockout).
+    const counted = a.reason === 'invalid_code' || a.reason === 'too_many_attempts' ? await users.registerFailedLogin(a.email) : null;
+    const user = counted?.user ?? await users.getByEmail(a.email);
+    if (counted?.locked) {
+      await recordEvent(tx, { tenantId: a.tenantId, event: 'user.updated', data: { user_id: counted.user.id, email: counted.user.email, changed: ['status'], status: 'locked', reason: 'too_many_failed_logins' } });
+    }
     await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, method: 'email_code', reason: a.reason } });
     // A code burned by repeated wrong guesses looks like guessing: tell security receivers too.
     if (a.reason === 'too_many_attempts') {

@@ -34,11 +34,13 @@ export class CheckApiKeyRepository {
     return row ?? null;
   }
 
-  /** One page, newest first, and how many keys match in all. */
+  /** One page, newest first, and how many keys match in all; `is_active` means what the record shows (not revoked and not expired). */
   async list(f: CheckKeyFilter): Promise<{ rows: CheckKeyRow[]; total: number }> {
     const sql = this.db;
+    // Activity as the record shows it (src/check/keys.ts checkKeyView): not revoked and not past expires_at.
+    const active = sql`(is_active and (expires_at is null or expires_at > now_ms()))`;
     const where = sql`tenant_id = ${this.tenantId} ${f.client_id ? sql`and client_id = ${f.client_id}` : sql``}
-      ${f.is_active !== undefined ? sql`and is_active = ${f.is_active}` : sql``}`;
+      ${f.is_active === undefined ? sql`` : f.is_active ? sql`and ${active}` : sql`and not ${active}`}`;
     const [rows, [count]] = await Promise.all([
       sql<CheckKeyRow[]>`select * from check_api_keys where ${where} order by created_at desc, id desc limit ${f.limit} offset ${(f.page - 1) * f.limit}`,
       sql<{ n: number }[]>`select count(*)::int as n from check_api_keys where ${where}`,

@@ -14,16 +14,20 @@ export const DEFAULT_AUTH_CODE_SHARDS = 16;
 const GLOBAL = '';
 
 /**
- * Holds the resharding lock until the transaction ends. Generation numbers are one sequence over every
- * scope (global and every tenant's clients), so every new generation, of any tenant, takes this lock.
+ * Holds the resharding lock until the transaction ends, so two changes of one scope cannot both take
+ * the same next generation number.
  */
 export async function lockSharding(tx: TxSql): Promise<void> {
   await tx`select pg_advisory_xact_lock(${SHARDING_LOCK})`;
 }
 
-/** Deprecates the scope's current generation and makes a new one current, numbered after every existing one. */
+/** Deprecates the scope's current generation and makes a new one current, numbered N+1 within its scope. */
 async function addGeneration(db: Db, scope: string, shardCount: number, by: string, notes: string | null): Promise<GenerationRow> {
-  const [top] = await db<{ next: number }[]>`select coalesce(max(generation), 0) + 1 as next from token_shard_generations`;
+  // Numbered per scope (spec: generation N -> N+1): after the scope's own latest; a client's first
+  // override follows the global generation it used until now.
+  const [top] = await db<{ next: number }[]>`select coalesce(
+      (select max(generation) from token_shard_generations where client_id = ${scope}),
+      (select max(generation) from token_shard_generations where client_id = ${GLOBAL}), 0) + 1 as next`;
   await db`update token_shard_generations set deprecated_at = now_ms() where client_id = ${scope} and deprecated_at is null`;
   const [row] = await db<GenerationRow[]>`insert into token_shard_generations (generation, client_id, shard_count, created_by, notes)
     values (${top!.next}, ${scope}, ${shardCount}, ${by}, ${notes}) returning *`;

@@ -113,8 +113,46 @@ export class UserRepository {
    * and returns the row in one statement; null if no active user has that address.
    */
   async touchActiveLogin(email: string): Promise<User | null> {
-    const [row] = await this.db<User[]>`update users set last_login_at = now_ms(), email_verified = true
+    // A successful sign-in ends a run of failures (the lockout counts consecutive ones).
+    const [row] = await this.db<User[]>`update users set last_login_at = now_ms(), email_verified = true, failed_logins = 0
       where tenant_id = ${this.tenantId} and lower(email) = lower(${email}) and status = 'active' returning *`;
     return row ?? null;
+  }
+
+  /**
+   * Counts a failed sign-in of the user with this address and locks an active user when the tenant's
+   * threshold is reached; `locked` is true only for the failure that locked it. Null: no such user.
+   */
+  async registerFailedLogin(email: string): Promise<{ user: User; locked: boolean } | null> {
+    const [row] = await this.db<(User & { just_locked: boolean })[]>`
+      with s as (select coalesce((select max_failed_logins from tenant_login_lockout where tenant_id = ${this.tenantId}), 0) as max),
+      cur as (select id, status as was from users where tenant_id = ${this.tenantId} and lower(email) = lower(${email}) for update)
+      update users u set failed_logins = u.failed_logins + 1,
+        status = case when s.max > 0 and u.failed_logins + 1 >= s.max and u.status = 'active' then 'locked' else u.status end,
+        updated_at = now_ms()
+      from s, cur where u.tenant_id = ${this.tenantId} and u.id = cur.id
+      returning u.*, (cur.was = 'active' and u.status = 'locked') as just_locked`;
+    if (!row) return null;
+    const { just_locked, ...user } = row;
+    return { user: user as User, locked: just_locked };
+  }
+
+  /** Sets a user's status for lock/unlock; unlocking also clears the failure count. */
+  async setLockStatus(id: string, status: 'locked' | 'active'): Promise<User | null> {
+    const [row] = await this.db<User[]>`update users set status = ${status}, failed_logins = 0, updated_at = now_ms()
+      where tenant_id = ${this.tenantId} and id = ${id} returning *`;
+    return row ?? null;
+  }
+
+  /** The tenant's automatic lock threshold (0: never). */
+  async lockoutThreshold(): Promise<number> {
+    const [row] = await this.db<{ max_failed_logins: number }[]>`select max_failed_logins from tenant_login_lockout where tenant_id = ${this.tenantId}`;
+    return row?.max_failed_logins ?? 0;
+  }
+
+  async setLockoutThreshold(max: number): Promise<number> {
+    const [row] = await this.db<{ max_failed_logins: number }[]>`insert into tenant_login_lockout (tenant_id, max_failed_logins) values (${this.tenantId}, ${max})
+      on conflict (tenant_id) do update set max_failed_logins = excluded.max_failed_logins, updated_at = now_ms() returning max_failed_logins`;
+    return row!.max_failed_logins;
   }
 }

@@ -5,7 +5,7 @@ export interface WebhookRow {
   tenant_id: string; id: string; name: string; description: string | null; url: string; events: string[];
   status: 'active' | 'inactive'; secret_enc: Buffer; headers: Record<string, string>; timeout_s: number;
   max_retries: number; retry_interval_s: number; filters: Record<string, Record<string, unknown>>;
-  total_deliveries: number; failed_deliveries: number; last_triggered_at: number | null; last_success_at: number | null;
+  total_deliveries: number; failed_deliveries: number; total_attempts: number; failed_attempts: number; last_triggered_at: number | null; last_success_at: number | null;
   last_failure_at: number | null; created_at: number; updated_at: number;
 }
 
@@ -68,7 +68,7 @@ export class WebhookRepository {
         ${f.retry_policy?.max_retries ?? DEFAULT_MAX_RETRIES}, ${f.retry_policy?.retry_interval ?? DEFAULT_RETRY_INTERVAL_S},
         ${db.json((f.filters ?? {}) as never)}, ${now}, ${now})
       returning *`;
-    return { ...row!, total_deliveries: 0, failed_deliveries: 0, last_success_at: null, last_failure_at: null };
+    return { ...row!, total_deliveries: 0, failed_deliveries: 0, total_attempts: 0, failed_attempts: 0, last_success_at: null, last_failure_at: null };
   }
 
   /** One webhook with its delivery counters; `lock` holds its row until the transaction ends. */
@@ -169,17 +169,22 @@ export class WebhookRepository {
   }
 
   /** Claims an Idempotency-Key of the test operation; when it was used in the last 24 h, its stored result (null while in flight). */
-  async claimTestKey(webhookId: string, key: string, nowMs: number): Promise<{ claimed: true } | { claimed: false; result: unknown }> {
+  /**
+   * Claims an Idempotency-Key for a test send; a key already used answers its stored result, or
+   * `mismatch` when it was first used with a different request (`requestHash`).
+   */
+  async claimTestKey(webhookId: string, key: string, nowMs: number, requestHash = ''): Promise<{ claimed: true } | { claimed: false; result: unknown; mismatch?: true }> {
     const db = this.db;
     await db`delete from webhook_test_idempotency
       where tenant_id = ${this.tenantId} and webhook_id = ${webhookId} and key = ${key} and created_at < ${nowMs - 24 * 3600 * 1000}`;
     const ins = await db`
-      insert into webhook_test_idempotency (tenant_id, webhook_id, key, created_at) values (${this.tenantId}, ${webhookId}, ${key}, ${nowMs})
+      insert into webhook_test_idempotency (tenant_id, webhook_id, key, created_at, request_hash) values (${this.tenantId}, ${webhookId}, ${key}, ${nowMs}, ${requestHash})
       on conflict do nothing returning 1`;
     if (ins.length) return { claimed: true };
-    const [prev] = await db<{ result: unknown }[]>`
-      select result from webhook_test_idempotency where tenant_id = ${this.tenantId} and webhook_id = ${webhookId} and key = ${key}`;
-    return { claimed: false, result: prev?.result ?? null };
+    const [prev] = await db<{ result: unknown; request_hash: string | null }[]>`
+      select result, request_hash from webhook_test_idempotency where tenant_id = ${this.tenantId} and webhook_id = ${webhookId} and key = ${key}`;
+    const mismatch = prev?.request_hash != null && prev.request_hash !== requestHash;
+    return { claimed: false, result: prev?.result ?? null, ...(mismatch ? { mismatch: true as const } : {}) };
   }
 
   async storeTestResult(webhookId: string, key: string, result: unknown): Promise<void> {
@@ -211,16 +216,21 @@ export class WebhookRepository {
   async recordAttempt(deliveryId: string, attempt: number, o: AttemptOutcome): Promise<boolean> {
     const db = this.db;
     const retry = !o.ok && o.nextAttemptAt !== null;
-    const [d] = await db<{ webhook_id: string }[]>`
-      update webhook_deliveries set
+    const terminal = !retry;
+    // The old `counted` tells a first ending from a manual retry of a delivery already counted as failed.
+    const [d] = await db<{ webhook_id: string; was_counted: boolean }[]>`
+      update webhook_deliveries w set
         status = ${o.ok ? 'success' : retry ? 'pending' : 'failed'},
         attempt = ${retry ? attempt + 1 : attempt},
         response_status = ${o.responseStatus}, response_time_ms = ${o.responseTimeMs}, error = ${o.error},
         completed_at = ${retry ? null : o.completedAt},
         next_attempt_at = ${retry && o.nextAttemptAt !== null ? o.nextAttemptAt : o.completedAt},
-        queued_at = null
-      where tenant_id = ${this.tenantId} and id = ${deliveryId} and status = 'pending' and attempt = ${attempt}
-      returning webhook_id`;
+        queued_at = null,
+        counted = w.counted or ${terminal}
+      from (select id, counted as was_counted from webhook_deliveries
+            where tenant_id = ${this.tenantId} and id = ${deliveryId} and status = 'pending' and attempt = ${attempt} for update) old
+      where w.tenant_id = ${this.tenantId} and w.id = old.id
+      returning w.webhook_id, old.was_counted`;
     if (!d) return false;
     await db`
       insert into webhook_delivery_attempts (tenant_id, delivery_id, attempt, status, response_status, response_time_ms, error, started_at, completed_at)
@@ -228,12 +238,17 @@ export class WebhookRepository {
     const shard = Math.floor(Math.random() * STATS_SHARDS);
     const success = o.ok ? o.completedAt : null;
     const failure = o.ok ? null : o.completedAt;
+    // Deliveries: counted once when they first end; a manual retry that succeeds takes one off failed.
+    const total = terminal && !d.was_counted ? 1 : 0;
+    const failed = !terminal ? 0 : !d.was_counted ? (o.ok ? 0 : 1) : (o.ok ? -1 : 0);
     await db`
-      insert into webhook_stats (tenant_id, webhook_id, shard, total, failed, last_success_at, last_failure_at)
-      values (${this.tenantId}, ${d.webhook_id}, ${shard}, 1, ${o.ok ? 0 : 1}, ${success}, ${failure})
+      insert into webhook_stats (tenant_id, webhook_id, shard, total, failed, attempts, failed_attempts, last_success_at, last_failure_at)
+      values (${this.tenantId}, ${d.webhook_id}, ${shard}, ${total}, ${failed}, 1, ${o.ok ? 0 : 1}, ${success}, ${failure})
       on conflict (tenant_id, webhook_id, shard) do update set
-        total = webhook_stats.total + 1,
+        total = webhook_stats.total + excluded.total,
         failed = webhook_stats.failed + excluded.failed,
+        attempts = webhook_stats.attempts + 1,
+        failed_attempts = webhook_stats.failed_attempts + excluded.failed_attempts,
         last_success_at = greatest(webhook_stats.last_success_at, excluded.last_success_at),
         last_failure_at = greatest(webhook_stats.last_failure_at, excluded.last_failure_at)`;
     return true;
@@ -268,6 +283,7 @@ export class WebhookRepository {
   private statsOf() {
     return this.db`
       select coalesce(sum(total), 0)::bigint as total_deliveries, coalesce(sum(failed), 0)::bigint as failed_deliveries,
+        coalesce(sum(attempts), 0)::bigint as total_attempts, coalesce(sum(failed_attempts), 0)::bigint as failed_attempts,
         max(last_success_at) as last_success_at, max(last_failure_at) as last_failure_at
       from webhook_stats where tenant_id = w.tenant_id and webhook_id = w.id`;
   }

@@ -34,9 +34,11 @@ export class RevocationStore {
   private dirty = false;
 
   constructor(private readonly redis: Redis, private readonly sql: Sql, private readonly log: Logger) {
+    // On every (re)connection, not only after a missed write: a Redis that came back empty must be
+    // refilled before the first token arrives, not by the first request that finds it empty.
     redis.on('ready', () => {
-      if (!this.dirty) return;
-      redis.del(SENTINEL).then(() => { this.dirty = false; return this.ensureLoaded(); })
+      const forget = this.dirty ? redis.del(SENTINEL).then(() => { this.dirty = false; }) : Promise.resolve();
+      forget.then(() => this.ensureLoaded())
         .catch((err) => log.error({ err }, 'revocation refill after reconnect failed'));
     });
   }
@@ -136,6 +138,16 @@ export class RevocationStore {
   async markTenant(tenant: string, status: string): Promise<void> {
     const key = redisKeys.tenantSuspended(tenant);
     await this.writeRedis(() => (status === 'active' ? this.redis.del(key) : this.redis.set(key, status)));
+  }
+
+  /**
+   * Whether Redis holds the revocation record, so checks can answer (readiness). When it does not, a
+   * refill is started (another process may hold the lock; the next probe tries again).
+   */
+  async loaded(): Promise<boolean> {
+    if ((await this.redis.get(SENTINEL)) !== null) return true;
+    void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
+    return false;
   }
 
   /** Refills Redis from Postgres if it lost its data; one process refills while the others wait. */

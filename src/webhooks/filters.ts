@@ -16,6 +16,28 @@ export const CONDITION_MATCHERS: Readonly<Record<string, Matcher>> = Object.free
   },
 });
 
+/**
+ * The events whose data can satisfy each condition key. A condition on any other event could never
+ * match and would silently stop its deliveries, so it is refused when a webhook is written (422).
+ * Only role events carry `role`/`roles` today; user.* and auth.* carry `user_id` alone.
+ */
+export const CONDITION_EVENTS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  roles: ['role.assigned', 'role.unassigned'],
+});
+
+/** Problems with a webhook's filters that the schema cannot see: `{ 'filters.<event>.<key>': message }`. */
+export function filterProblems(filters: Record<string, unknown> | null | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [event, cond] of Object.entries(filters ?? {})) {
+    if (!cond || typeof cond !== 'object') continue;
+    for (const key of Object.keys(cond)) {
+      const events = CONDITION_EVENTS[key];
+      if (events && !events.includes(event)) out[`filters.${event}.${key}`] = `can never match: ${event} events carry no ${key} (only ${events.join(', ')} do)`;
+    }
+  }
+  return out;
+}
+
 /** True when the webhook has no condition for this event, or every condition key matches. */
 export function filtersMatch(filters: Record<string, unknown> | null | undefined, event: string, data: Record<string, unknown>): boolean {
   const cond = filters?.[event];

@@ -17,6 +17,7 @@ export function webhookView(w: WebhookRow): AdminWebhook {
     id: w.id, name: w.name, description: w.description, url: w.url, events: w.events, status: w.status,
     headers: w.headers, timeout: w.timeout_s, retry_policy: { max_retries: w.max_retries, retry_interval: w.retry_interval_s },
     filters: w.filters, success_rate: successRate(w), total_deliveries: Number(w.total_deliveries), failed_deliveries: Number(w.failed_deliveries),
+    total_attempts: Number(w.total_attempts), failed_attempts: Number(w.failed_attempts),
     last_triggered_at: s(w.last_triggered_at), last_success_at: s(w.last_success_at), last_failure_at: s(w.last_failure_at),
     created_at: sec(w.created_at), updated_at: sec(w.updated_at),
   };

@@ -77,6 +77,7 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/machine-access/principals/:id/credentials/:credentialId/revoke': { body: {} },
   'PUT /api/admin/settings/refresh-token-sharding': { body: { shardCount: 16, clientId: bClient.client_id }, b: true },
   'PUT /api/admin/settings/auth-code-sharding': { body: { shardCount: 16 }, b: true },
+  'PUT /api/admin/settings/login-lockout': { body: { max_failed_logins: 3 } },
   'POST /api/admin/check-api-keys': { body: { name: 'x', client_id: bClient.client_id }, b: true },
   'POST /api/admin/admin-policies': { body: policyBody },
   'PUT /api/admin/admin-policies/:id': { body: { name: 'pwned' } },

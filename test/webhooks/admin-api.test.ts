@@ -144,6 +144,13 @@ t.test('test operation: default and named events, signature, timeout error, Idem
   t.same(await j(b), a, 'same key returns the first result');
   t.equal(b.headers.get('idempotent-replayed'), 'true');
   t.equal(rx.received.length, before + 1, 'and does not send again');
+  // Issue 21 item 12: the same key with a different body is refused, naming the mismatch.
+  const c = await api(`/${created.id}/test`, { method: 'POST', body: { event: 'user.deleted' }, headers: { 'idempotency-key': 'k-1' } });
+  t.equal(c.status, 422);
+  const cb = await j(c);
+  t.equal(cb.error, 'validation_error');
+  t.match(cb.details['Idempotency-Key'][0], /different request body/);
+  t.equal(rx.received.length, before + 1, 'nothing is sent for the refused reuse');
 });
 
 t.test('deliveries over the API: list with filters and cursor, one with attempts, manual retry', async (t) => {
@@ -184,7 +191,8 @@ t.test('deliveries over the API: list with filters and cursor, one with attempts
   res = await api(`/${created.id}/deliveries/whd_nope/retry`, { method: 'POST' });
   t.equal(res.status, 404);
   const w = await j(await api(`/${created.id}`));
-  t.match(w, { total_deliveries: 5, failed_deliveries: 4, success_rate: 20 });
+  // Issue 21 item 5: four deliveries, one of them retried by hand to success; five attempts.
+  t.match(w, { total_deliveries: 4, failed_deliveries: 3, success_rate: 25, total_attempts: 5, failed_attempts: 4 });
   t.type(w.last_failure_at, 'number');
   t.type(w.last_success_at, 'number');
 });
