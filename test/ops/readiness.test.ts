@@ -42,7 +42,10 @@ t.test('readyz reports an unreachable Postgres with 503', async (t) => {
   });
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
   const via = new URL(target); via.port = String((proxy.address() as net.AddressInfo).port);
-  const srv = await startTestServer({ DATABASE_URL: via.toString() });
+  // One pooled connection, established (array types fetched) by the first readyz before the cut:
+  // postgres.js fetches array types on every new connection in a promise nobody can observe, so a
+  // second connection cut mid-handshake would surface as an unhandled rejection instead of a 503.
+  const srv = await startTestServer({ DATABASE_URL: via.toString(), DATABASE_POOL_SIZE: '1' });
   t.teardown(() => srv.close());
   t.equal((await fetch(`${srv.url}/readyz`)).status, 200);
   proxy.close();
