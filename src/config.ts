@@ -9,6 +9,8 @@ export interface Config {
   readonly issuer: string;
   readonly databaseUrl: string;
   readonly databasePoolSize: number;
+  /** Optional streaming replica of DATABASE_URL for admin reads (src/store/replica.ts); absent: everything on the primary. */
+  readonly databaseReadUrl: string | undefined;
   readonly redisUrl: string;
   /** Redis for BullMQ queues; defaults to redisUrl. Should be a Redis with noeviction and persistence. */
   readonly queueRedisUrl: string;
@@ -132,6 +134,7 @@ export function loadConfig(env: Env = process.env): Config {
     issuer,
     databaseUrl: url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc', ['postgres:', 'postgresql:']),
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 200),
+    databaseReadUrl: env.DATABASE_READ_URL ? url('DATABASE_READ_URL', '', ['postgres:', 'postgresql:']) : undefined,
     redisUrl,
     queueRedisUrl: env.QUEUE_REDIS_URL ? url('QUEUE_REDIS_URL', redisUrl, ['redis:', 'rediss:']) : redisUrl,
     redisPrefix,

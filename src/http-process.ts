@@ -10,6 +10,7 @@ import { createTenantPurger } from './tenants/purge.js';
 import { createTokenServices } from './services.js';
 import { closeRedis, createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
+import { ReadReplica } from './store/replica.js';
 import { createSql } from './store/sql.js';
 
 export interface RunningHttp {
@@ -37,7 +38,13 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
   let server: HttpServer;
   try {
     const tokens = await createTokenServices(config, sql, redis, log, lifecycle);
-    deps = { config, log, sql, store: new Store(sql), redis, tokens, lifecycle };
+    let replica: ReadReplica | undefined;
+    if (config.databaseReadUrl) {
+      const readSql = createSql({ databaseUrl: config.databaseReadUrl, databasePoolSize: config.databasePoolSize });
+      lifecycle.add('postgres read replica', { close: () => readSql.end({ timeout: 5 }) });
+      replica = new ReadReplica(readSql, sql, redis);
+    }
+    deps = { config, log, sql, store: new Store(sql, replica), redis, tokens, lifecycle };
     // Background work of the process is registered here (or by the module that owns it, through
     // deps.lifecycle), never started by building routes.
     lifecycle.add('machine credential sweeper', createCredentialSweeper(deps));

@@ -89,6 +89,16 @@ function requestMeta(req: HttpRequest): Record<string, unknown> {
 export async function auditedChange<T>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: AuditSpec & { resourceId?: string | undefined },
   fn: (tx: TxSql, store: TenantStore) => Promise<MutationOutcome<T>>): Promise<T> {
   try {
+    return await auditedTransaction(deps, ctx, req, spec, fn);
+  } finally {
+    // Committed or rolled back (its failure entry is a write too): reads that follow wait for the replica to pass it.
+    await deps.store.replica?.wrote().catch((err: Error) => deps.log.warn({ err: err.message }, 'read replica fence not recorded'));
+  }
+}
+
+async function auditedTransaction<T>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: AuditSpec & { resourceId?: string | undefined },
+  fn: (tx: TxSql, store: TenantStore) => Promise<MutationOutcome<T>>): Promise<T> {
+  try {
     return await deps.store.transaction(ctx.tenantId, async (store, tx) => {
       const out = await fn(tx, store);
       await store.auditLog.record(ctx.actor, {
@@ -139,6 +149,7 @@ export function adminRoute<B extends SchemaId | undefined = undefined, Q extends
     },
     handler: async (req) => {
       const ctx = ctxOf.get(req)!;
+      if (!mutating && deps.store.replica) return readOnReplica(deps, ctx, req, spec.handler);
       let mutations = 0;
       let unchanged = false;
       const call: AdminCall<Data<B>, Data<Q>> = {
@@ -160,6 +171,28 @@ export function adminRoute<B extends SchemaId | undefined = undefined, Q extends
       return reply;
     },
   };
+}
+
+/**
+ * A GET with a read replica configured: its `store` reads from the replica (once it has passed the last
+ * admin change, src/store/replica.ts). A read the replica cannot serve (unreachable, a query cancelled by
+ * recovery) runs again on the primary: a GET changes nothing, so running it twice is safe.
+ */
+async function readOnReplica<B, Q>(deps: Deps, ctx: AdminContext, req: HttpRequest, handler: (call: AdminCall<B, Q>) => Promise<Reply>): Promise<Reply> {
+  const call = (store: TenantStore): AdminCall<B, Q> => ({
+    deps, req, ctx, params: req.params, body: req.data as B, query: req.queryData as Q, store,
+    mutate: () => { throw new Error(`GET ${req.path}: a read may not change anything`); },
+    unchanged: () => {},
+  });
+  const store = await deps.store.forReading(ctx.tenantId);
+  if (store.db === deps.sql) return handler(call(store));
+  try {
+    return await handler(call(store));
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    deps.log.warn({ err: (err as Error).message }, 'admin read failed on the replica; read again on the primary');
+    return handler(call(deps.store.forTenant(ctx.tenantId)));
+  }
 }
 
 /** A list endpoint's handler: one keyset page of the repository's rows, each through `view`. */

@@ -11,6 +11,7 @@ import { RefreshTokenRepository } from './refresh-tokens.js';
 import { ReviewTaskRepository } from './review-tasks.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
+import type { ReadReplica } from './replica.js';
 import type { Db, Sql, TxSql } from './sql.js';
 import { UserRepository } from './users.js';
 import { UserJobRepository } from './user-jobs.js';
@@ -45,9 +46,17 @@ export class TenantStore {
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */
 export class Store {
-  constructor(readonly sql: Sql) {}
+  constructor(readonly sql: Sql, readonly replica?: ReadReplica) {}
 
   forTenant(tenantId: string): TenantStore { return new TenantStore(this.sql, tenantId); }
+
+  /**
+   * Repositories for reads that may lag a little (admin lists and gets, the audit log): on the read
+   * replica when one is configured and it has replayed the last admin change, else on the primary.
+   */
+  async forReading(tenantId: string): Promise<TenantStore> {
+    return this.replica ? new TenantStore(await this.replica.forRead(), tenantId) : this.forTenant(tenantId);
+  }
 
   /** One transaction with the tenant's repositories bound to it. */
   transaction<T>(tenantId: string, fn: (store: TenantStore, tx: TxSql) => Promise<T>): Promise<T> {

@@ -90,6 +90,9 @@ export const redisKeys = {
 
   /** Lock so one process sweeps expired machine credentials per interval (src/principals/sweeper.ts, SET NX). No tag. */
   principalSweepLock: 'principals:sweep',
+
+  /** The primary's WAL position after the last admin change (src/store/replica.ts): admin reads wait for the replica to pass it. Used alone; no tag. */
+  replicaFence: 'replica:fence',
 } as const;
 
 /** The login keys, by their old name (src/login/keys.ts re-exports them). */

@@ -39,3 +39,66 @@ export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }
+
+/** The newest system Postgres binaries directory (`/usr/lib/postgresql/<version>/bin`), or PATH. */
+export function postgresBin(): string {
+  const base = '/usr/lib/postgresql';
+  const found = fs.existsSync(base) ? fs.readdirSync(base).sort((a, b) => Number(b) - Number(a)).map((v) => path.join(base, v, 'bin')).find((d) => fs.existsSync(path.join(d, 'initdb'))) : undefined;
+  return found ?? '';
+}
+
+/** Runs a Postgres binary, as the `postgres` user when we are root (Postgres refuses to run as root). */
+function pgRun(bin: string, args: string[]): string {
+  const cmd = path.join(postgresBin(), bin);
+  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
+  return r.stdout;
+}
+
+/**
+ * A private Postgres on a free port with its data in a temp dir: a primary (initdb, wal_level=replica) or
+ * a streaming replica of one (`pg_basebackup -R`), started and stopped with pg_ctl.
+ */
+export class PrivatePostgres {
+  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-pg-'));
+  port = 0;
+
+  private constructor() {
+    if (process.getuid?.() === 0) spawnSync('chown', ['postgres:postgres', this.dir]);
+  }
+
+  url(db = 'postgres'): string { return `postgres://postgres@127.0.0.1:${this.port}/${db}`; }
+
+  /** A new primary that accepts replication connections from loopback. */
+  static async primary(): Promise<PrivatePostgres> {
+    const pg = new PrivatePostgres();
+    pgRun('initdb', ['-D', pg.data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
+    await pg.start();
+    return pg;
+  }
+
+  /** A hot standby streaming from `primary`, made by pg_basebackup. */
+  static async replicaOf(primary: PrivatePostgres): Promise<PrivatePostgres> {
+    const pg = new PrivatePostgres();
+    pgRun('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', pg.data, '-R', '-X', 'stream']);
+    await pg.start();
+    return pg;
+  }
+
+  private get data(): string { return path.join(this.dir, 'data'); }
+
+  async start(): Promise<void> {
+    if (!this.port) this.port = await freePort();
+    const opts = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on -c fsync=off -c full_page_writes=off`;
+    pgRun('pg_ctl', ['-D', this.data, '-o', opts, '-l', path.join(this.dir, 'log'), '-w', '-t', '60', 'start']);
+  }
+
+  async stop(): Promise<void> {
+    if (fs.existsSync(path.join(this.data, 'postmaster.pid'))) pgRun('pg_ctl', ['-D', this.data, '-m', 'immediate', '-w', 'stop']);
+  }
+
+  async destroy(): Promise<void> {
+    await this.stop().catch(() => undefined);
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
