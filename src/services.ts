@@ -61,6 +61,19 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   const sub = createRedis(config, 'subscriber');
   own('change notice subscriber', () => { sub.disconnect(); });
   const keysChannel = channel(config, redisChannels.keysChanged);
+  // Pub/sub delivers at most once: notices published while this connection was down are gone. On each
+  // reconnect (ioredis subscribes again by itself) drop the caches and reload the keys, so a missed
+  // notice costs one reload instead of staleness until the TTL.
+  let connected = false;
+  sub.on('ready', () => {
+    if (connected) {
+      clients.clear();
+      tenantSettings.clear();
+      keys.load().catch((err) => log.error({ err }, 'key reload failed'));
+      log.info('change notices resumed; per-process caches cleared');
+    }
+    connected = true;
+  });
   try {
     await sub.connect();
     await clients.subscribe(sub);

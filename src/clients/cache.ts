@@ -40,6 +40,9 @@ export class ClientCache {
     return p;
   }
 
+  /** Forgets every entry (after the notice channel was down: a notice may have been missed). */
+  clear(): void { this.entries.clear(); }
+
   /** Evicts locally and tells every other process. */
   async changed(clientId: string): Promise<void> {
     this.entries.delete(clientId);

@@ -44,6 +44,9 @@ export class TenantSettingsCache {
     return p;
   }
 
+  /** Forgets every entry (after the notice channel was down: a notice may have been missed). */
+  clear(): void { this.entries.clear(); }
+
   /** Evicts locally and tells every other process. */
   async changed(tenantId: string): Promise<void> {
     this.entries.delete(tenantId);
