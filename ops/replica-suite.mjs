@@ -46,7 +46,7 @@ try {
   run('psql', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-c', 'create database svc']);
   const DATABASE_URL = `postgres://postgres@127.0.0.1:${primary.port}/svc`;
   run(process.execPath, ['dist/src/cli.js', 'migrate'], { cwd: root, env: { ...process.env, DATABASE_URL } });
-  const replica = await start((data) => run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream'], { asPostgres: true }));
+  const replica = await start((data) => run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '--checkpoint=fast'], { asPostgres: true }));
   const DATABASE_READ_URL = `postgres://postgres@127.0.0.1:${replica.port}/svc`;
   const files = process.argv.slice(2).length ? process.argv.slice(2)
     : fs.readdirSync(path.join(root, 'dist/test/admin')).filter((f) => f.endsWith('.test.js')).map((f) => `dist/test/admin/${f}`);

@@ -80,7 +80,7 @@ export class PrivatePostgres {
   /** A hot standby streaming from `primary`, made by pg_basebackup. */
   static async replicaOf(primary: PrivatePostgres): Promise<PrivatePostgres> {
     const pg = new PrivatePostgres();
-    pgRun('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', pg.data, '-R', '-X', 'stream']);
+    pgRun('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', pg.data, '-R', '-X', 'stream', '--checkpoint=fast']);
     await pg.start();
     return pg;
   }
