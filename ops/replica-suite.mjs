@@ -40,6 +40,13 @@ function stopAll() {
   }
 }
 
+/** The environment without a surrounding tap run's own settings (this script may run inside a test file). */
+function outerEnv() {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^_?TAP/i.test(k)));
+  if (/tapjs|processinfo/.test(env.NODE_OPTIONS ?? '')) delete env.NODE_OPTIONS;
+  return env;
+}
+
 let code = 1;
 try {
   const primary = await start((data) => run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8'], { asPostgres: true }));
@@ -52,7 +59,7 @@ try {
     : fs.readdirSync(path.join(root, 'dist/test/admin')).filter((f) => f.endsWith('.test.js')).map((f) => `dist/test/admin/${f}`);
   console.error(`[replica-suite] primary :${primary.port}, replica :${replica.port}; ${files.length} files`);
   const r = spawnSync(path.join(root, 'node_modules/.bin/tap'), ['--disable-coverage', '--reporter=terse', '--timeout=180', '--jobs=1', ...files],
-    { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test', DATABASE_URL, DATABASE_READ_URL } });
+    { cwd: root, stdio: 'inherit', env: { ...outerEnv(), NODE_ENV: 'test', DATABASE_URL, DATABASE_READ_URL } });
   code = r.status ?? 1;
   // Proof that reads went there: transactions the replica itself served in the svc database.
   const served = run('psql', ['-h', '127.0.0.1', '-p', String(replica.port), '-U', 'postgres', '-tAc', "select xact_commit + xact_rollback from pg_stat_database where datname = 'svc'"]).stdout.trim();
