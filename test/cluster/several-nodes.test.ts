@@ -194,13 +194,26 @@ t.test('signing keys rotated (svc keys rotate on the shared database): B signs w
   for (const node of [A, B]) t.equal((await introspect(node, old)).active, true, 'a token of the retired key is still active');
 });
 
-t.test('a revocation through A is seen by B\'s next introspection', async (t) => {
-  for (let n = 0; n < 10; n++) {
-    const tok = (await ccToken(A, exchanger)).body.access_token as string;
-    t.equal((await introspect(B, tok)).active, true);
-    t.equal((await form(`${A}/revoke`, basic(exchanger.client_id, exchanger.client_secret), { token: tok })).status, 200);
-    t.same(await introspect(B, tok), { active: false }, 'inactive on the very next introspection at B');
+t.test('a revocation through A is seen by B\'s next introspection, with both nodes under load', async (t) => {
+  // Background load on both nodes: tokens issued and introspected (cache hits after the first).
+  let stop = false;
+  let served = 0;
+  const background = [0, 1, 2, 3].map(async (k) => {
+    const tok = (await ccToken(k % 2 ? A : B, exchanger)).body.access_token as string;
+    while (!stop) { await introspect(k % 2 ? B : A, tok); served++; }
+  });
+  try {
+    for (let n = 0; n < 10; n++) {
+      const tok = (await ccToken(A, exchanger)).body.access_token as string;
+      t.equal((await introspect(B, tok)).active, true);
+      t.equal((await form(`${A}/revoke`, basic(exchanger.client_id, exchanger.client_secret), { token: tok })).status, 200);
+      t.same(await introspect(B, tok), { active: false }, 'inactive on the very next introspection at B');
+    }
+  } finally {
+    stop = true;
+    await Promise.all(background);
   }
+  t.ok(served > 0, `${served} background introspections meanwhile`);
 });
 
 t.test('a tenant suspended through A: B issues no token and its tokens are inactive', async (t) => {

@@ -24,3 +24,10 @@ t.test('defaults serve on 127.0.0.1:8080', async (t) => {
   t.equal(c.port, 8080);
   t.equal(c.issuer, 'http://127.0.0.1:8080');
 });
+
+t.test('DATABASE_READ_URL is optional and must be a postgres URL', async (t) => {
+  t.equal(loadConfig({}).databaseReadUrl, undefined);
+  t.equal(loadConfig({ DATABASE_READ_URL: 'postgres://r@10.0.0.2:5432/svc' }).databaseReadUrl, 'postgres://r@10.0.0.2:5432/svc');
+  const err = t.throws(() => loadConfig({ DATABASE_READ_URL: 'redis://x' })) as ConfigError;
+  t.match(err.problems.join('\n'), /DATABASE_READ_URL must use postgres: or postgresql:/);
+});
