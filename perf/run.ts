@@ -7,12 +7,15 @@ import { compare, measure, meta, scenarioByName } from './lib/harness.js';
 import { LoadGen } from './lib/loadgen.js';
 import { startPeer } from './lib/peer.js';
 import { writeReport, type Report, type ScenarioRun } from './lib/report.js';
+import { CPU_SCENARIOS, runCpu } from './lib/cpurun.js';
 import { measureSignLimit } from './lib/signlimit.js';
 import { attachSvc, startSvc, type Target } from './lib/target.js';
 import { num, parseArgs, say, stamp, str } from './lib/util.js';
 
 const USAGE = `usage: npm run perf -- <scenario> [options]
-scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all
+scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu
+  cpu [--rates 500,1000,2000] [--sat-connections 64] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
+      CPU µs per request per process kind at fixed rates against a saturated closed loop, same run
   --url URL --bootstrap FILE [--pid N]  target a running svc (default: start one: WORKERS=2)
   --duration S (10)  --warmup S (3)  --rates a,b,c | --start R --factor F --max-steps N (9)  --past N (1)
   --connections N | --budget-ms MS (200) --max-connections N (1000)   --sat-p95 MS (1000)  --timeout S (10)
@@ -27,7 +30,8 @@ async function main(): Promise<number> {
   const { pos, opts } = parseArgs(process.argv.slice(2));
   const which = pos[0];
   if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
-  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : [which];
+  const cpuRun = which === 'cpu';
+  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : cpuRun ? [] : [which];
   for (const n of names) if (n !== 'peer') scenarioByName(n);
   const withPeer = names.includes('peer');
   const svcNames = names.filter((n) => n !== 'peer');
@@ -82,6 +86,7 @@ async function main(): Promise<number> {
       }
     }
 
+    if (svc && cpuRun) runs.push(...(await runCpu(lg, svc, opts)));
     if (svc) for (const n of svcNames) runs.push(await measure(lg, svc, scenarioByName(n), opts, { overload, soak }));
 
     if (withPeer) {

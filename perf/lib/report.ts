@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Soak, Step } from './ladder.js';
+import { KINDS } from './cpucost.js';
 import type { SignLimit } from './signlimit.js';
 import { RESULTS_DIR, ROOT } from './util.js';
 
@@ -21,6 +22,8 @@ export interface ScenarioRun {
   sloMs?: number;
   overload?: Step;
   soak?: Soak;
+  /** `perf -- cpu`: the saturated step's CPU per request and each paced step's ratio to it. */
+  cpu?: { saturatedUs?: number; limit: number; flags: Array<{ offered: number; ratio: number; flagged: boolean }> };
 }
 
 export interface Comparison {
@@ -89,12 +92,12 @@ const COLORS: Record<string, string> = { svc: '#1f6feb', 'oidc-provider': '#d977
 
 function stepRows(run: ScenarioRun, steps: Step[]): string {
   const login = run.unit === 'logins/s';
-  const head = `<tr><th>kind</th><th>offered ${esc(run.unit)}</th><th>achieved</th><th>good/s</th><th>conns</th>${login ? '<th>login p50/p95/p99 ms</th><th>failed logins by step</th><th>mail wait p50/p95 ms</th>' : ''}<th>p50</th><th>p95</th><th>p99</th><th>max</th><th>p95 2xx</th><th>p95 503</th><th>non-2xx by status</th><th>misclassified</th><th>err/timeouts</th><th>server CPU %</th><th>server RSS MB</th><th>loadgen CPU %</th><th>storage CPU %</th><th>saturated</th></tr>`;
+  const head = `<tr><th>kind</th><th>offered ${esc(run.unit)}</th><th>achieved</th><th>good/s</th><th>conns</th>${login ? '<th>login p50/p95/p99 ms</th><th>failed logins by step</th><th>mail wait p50/p95 ms</th>' : ''}<th>p50</th><th>p95</th><th>p99</th><th>max</th><th>p95 2xx</th><th>p95 503</th><th>non-2xx by status</th><th>misclassified</th><th>err/timeouts</th><th>CPU µs/req</th><th>server CPU %</th><th>server RSS MB</th><th>loadgen CPU %</th><th>storage CPU %</th><th>saturated</th></tr>`;
   const rows = steps.map((s) => `<tr class="${s.saturated ? 'sat' : ''}"><td>${s.kind}</td><td>${fmt(s.offered)}</td><td>${fmt(s.achieved)}</td><td>${fmt(s.good)}</td><td>${s.connections}</td>` +
     (login ? `<td>${fmt(s.flows?.p50)} / ${fmt(s.flows?.p95)} / ${fmt(s.flows?.p99)}</td><td>${esc(Object.entries(s.flowsFailed ?? {}).map(([k, v]) => `${k}: ${v}`).join(' · ') || '–')}</td><td>${fmt(s.notes?.['mail wait p50 ms'])} / ${fmt(s.notes?.['mail wait p95 ms'])}</td>` : '') +
     `<td>${fmt(s.latencyServed.p50)}</td><td>${fmt(s.latencyServed.p95)}</td><td>${fmt(s.latencyServed.p99)}</td><td>${fmt(s.latencyServed.max)}</td><td>${fmt(s.latency2xx.p95)}</td><td>${fmt(s.latencyShed.p95)}</td>` +
     `<td>${esc(Object.entries(s.non2xx).map(([k, v]) => `${k}:${v}`).join(' ') || '–')}</td><td>${s.misclassifiedTotal}${s.misclassifiedTotal ? ` <small>${esc(JSON.stringify(s.misclassified))}</small>` : ''}</td>` +
-    `<td>${s.errors}/${s.timeouts}</td><td>${fmt(s.serverCpuPct)} <small>${esc(s.procs.map((p) => `${p.label}:${fmt(p.cpuPct)}`).join(' '))}</small></td><td>${fmt(s.serverRssMb)}</td><td>${fmt(s.loadgenCpuPct)}</td><td>${esc((s.storage ?? []).map((g) => `${g.label}:${fmt(g.cpuPct)}`).join(' ') || '–')}</td><td>${s.saturated ? esc(s.why) : ''}</td></tr>`).join('');
+    `<td>${s.errors}/${s.timeouts}</td><td>${fmt(s.cost?.totalUs)}</td><td>${fmt(s.serverCpuPct)} <small>${esc(s.procs.map((p) => `${p.label}:${fmt(p.cpuPct)}`).join(' '))}</small></td><td>${fmt(s.serverRssMb)}</td><td>${fmt(s.loadgenCpuPct)}</td><td>${esc((s.storage ?? []).map((g) => `${g.label}:${fmt(g.cpuPct)}`).join(' ') || '–')}</td><td>${s.saturated ? esc(s.why) : ''}</td></tr>`).join('');
   return `<table>${head}${rows}</table>`;
 }
 
@@ -145,6 +148,7 @@ small{color:#666}</style></head><body>`);
       if (r.notes.length) parts.push(`<p class="note">${r.notes.map(esc).join('<br>')}</p>`);
       parts.push(`<p class="note">Calibration (sequential probes before load): ${esc(Object.entries(r.calibration).map(([k, v]) => `${k}: ${v}`).join(' · '))}</p>`);
       parts.push(`<p>Capacity (highest rate of correct answers in an unsaturated step): <b>${fmt(r.capacity)} ${esc(r.unit)}</b> · within the p95 target of ${fmt(r.sloMs)} ms${r.unit === 'logins/s' ? ' per login' : ''}: <b>${fmt(r.capacityAtSlo)} ${esc(r.unit)}</b></p>`);
+      if (r.cpu) parts.push(cpuTable(r));
       parts.push(stepRows(r, r.steps));
       if (r.overload) {
         const o = r.overload;
@@ -167,6 +171,17 @@ small{color:#666}</style></head><body>`);
   }
   parts.push('</body></html>');
   return parts.join('\n');
+}
+/** Issue 22: CPU µs per correct answer per process kind, each paced step against the saturated one. */
+function cpuTable(r: ScenarioRun): string {
+  const c = r.cpu!;
+  const head = `<tr><th>step</th><th>offered req/s</th><th>achieved</th><th>conns</th><th>p95 ms</th>${KINDS.map((k) => `<th>${esc(k)} µs</th>`).join('')}<th>total µs/req</th><th>× saturated</th></tr>`;
+  const rows = r.steps.map((s) => {
+    const f = c.flags.find((x) => x.offered === s.offered && s.kind === 'step');
+    return `<tr><td>${s.kind}</td><td>${s.kind === 'saturated' ? 'closed loop' : fmt(s.offered)}</td><td>${fmt(s.achieved)}</td><td>${s.connections}</td><td>${fmt(s.latencyServed.p95)}</td>` +
+      `${KINDS.map((k) => `<td>${fmt(s.cost?.us[k])}</td>`).join('')}<td><b>${fmt(s.cost?.totalUs)}</b></td><td${f?.flagged ? ' class="bad"' : ''}>${f ? `${fmt(f.ratio, 2)}${f.flagged ? ` &gt; ${c.limit} FLAGGED` : ''}` : ''}</td></tr>`;
+  }).join('');
+  return `<p>CPU per correct answer by process kind (http = HTTP event loops, crypto = their signing threads, threads = their other threads: GC, libuv; load generator excluded). Saturated reference: <b>${fmt(c.saturatedUs)} µs</b>; a paced step above ${c.limit}× is flagged.</p><table>${head}${rows}</table>`;
 }
 const unitIsLogin = (r: ScenarioRun) => r.unit === 'logins/s';
 

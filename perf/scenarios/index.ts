@@ -1,5 +1,5 @@
 import { clientCredentials } from './client-credentials.js';
-import { introspection } from './introspection.js';
+import { introspection, introspectionOnly } from './introspection.js';
 import { login } from './login.js';
 import { tokenExchange } from './token-exchange.js';
 import type { Scenario } from './types.js';
@@ -9,4 +9,10 @@ export const SCENARIOS: Record<string, Scenario> = {
   introspection,
   login,
   'client-credentials': clientCredentials,
+};
+
+/** Single-category variants measured by `perf -- cpu` (issue 22), not ladders of their own. */
+export const VARIANTS: Record<string, Scenario> = {
+  'introspection-hit': introspectionOnly('hit'),
+  'introspection-miss': introspectionOnly('miss'),
 };
