@@ -9,6 +9,7 @@ import { startPeer } from './lib/peer.js';
 import { writeReport, type Report, type ScenarioRun } from './lib/report.js';
 import { CPU_SCENARIOS, runCpu } from './lib/cpurun.js';
 import { measureSignLimit } from './lib/signlimit.js';
+import { summaryLines, targetRows } from './lib/targets.js';
 import { attachSvc, startSvc, type Target } from './lib/target.js';
 import { num, parseArgs, say, stamp, str } from './lib/util.js';
 
@@ -54,7 +55,7 @@ async function main(): Promise<number> {
   const runs: ScenarioRun[] = rep.runs;
   try {
     // The signing limit is measured first, with nothing else busy on the machine.
-    if (withPeer) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', 5));
+    if (withPeer || cpuRun || which === 'all') rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', cpuRun ? 3 : 5));
 
     let svc: Target | undefined;
     if (opts.svc !== false) {
@@ -117,6 +118,7 @@ async function main(): Promise<number> {
   } finally {
     await cleanup();
   }
+  rep.targets = targetRows(runs, rep.signLimit);
   rep.meta.loadavgEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const files = writeReport(rep, `${which}-${stamp()}`);
   console.log(`JSON report: ${files.json}`);
@@ -125,6 +127,7 @@ async function main(): Promise<number> {
   const missing = runs.filter((r) => !r.available).map((r) => `${r.target} ${r.scenario}`);
   if (missing.length) console.log(`not measured: ${missing.join(', ')} (see the report for why)`);
   if (mis) console.log(`misclassified answers: ${mis}`);
+  for (const line of summaryLines(rep.targets)) console.log(line);
   return 0;
 }
 

@@ -21,6 +21,8 @@ export interface ScenarioRun {
   capacityAtSlo?: number;
   sloMs?: number;
   overload?: Step;
+  /** Issue 19 1c: 10 s at 5× capacity, then the time until a signature is served promptly again. */
+  burst?: { step: Step; drainMs: number | undefined; probes: Array<{ atMs: number; status: number; ms: number }> };
   soak?: Soak;
   /** `perf -- cpu`: the saturated step's CPU per request and each paced step's ratio to it. */
   cpu?: { saturatedUs?: number; limit: number; flags: Array<{ offered: number; ratio: number; flagged: boolean }> };
@@ -37,6 +39,7 @@ export interface Report {
   runs: ScenarioRun[];
   signLimit?: SignLimit;
   comparisons?: Comparison[];
+  targets?: Array<{ target: string; measured: string; limit: string; pass: boolean | undefined }>;
   ccVsSignLimit?: { svcCapacity?: number; peerCapacity?: number; signLimit: number; svcFraction?: number; peerFraction?: number };
 }
 
@@ -110,11 +113,14 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.note{color:#555;font-size:13px}.bad{color:#b00;font-weight:600}code{background:#f4f4f4;padding:1px 4px}
 small{color:#666}</style></head><body>`);
   parts.push(`<h1>svc performance run</h1><p class="note">${esc(m.date)} · commit <code>${esc(m.commit)}${m.dirty ? ' (+uncommitted changes)' : ''}</code> · ${m.nproc} cores (${esc(m.cpu)}), ${m.memGb} GB · Node ${esc(m.node)} · <code>${esc(m.command)}</code><br>Load generator: ${esc(m.loadgen)}. Latencies are per request in ms (login also per whole login); “p50/p95/p99/max” are of accepted answers (everything but 503 sheds). Rows shaded orange are saturated.<br>Load average (1/5/15 min) at start ${esc(m.loadavgStart?.join(' / '))}, at end ${esc(m.loadavgEnd?.join(' / ') ?? '–')}.${m.busyWarning ? ` <span class="bad">${esc(m.busyWarning)}</span>` : ''}</p>`);
+  if (rep.targets?.length) {
+    parts.push(`<h2>Targets (issue 19), same run</h2><table><tr><th>target</th><th>measured</th><th>limit</th><th>result</th></tr>${rep.targets.map((t) => `<tr><td>${esc(t.target)}</td><td>${esc(t.measured)}</td><td>${esc(t.limit)}</td><td class="${t.pass === false ? 'bad' : ''}">${t.pass === undefined ? 'n/a' : t.pass ? 'pass' : 'FAIL'}</td></tr>`).join('')}</table>`);
+  }
   if (rep.signLimit || rep.comparisons?.length) {
     parts.push('<h2>Peer comparison (node-oidc-provider) and RS256 signing limit</h2>');
     const peerRun = rep.runs.find((r) => r.target === 'oidc-provider');
     if (peerRun) parts.push(`<p class="note">Peer setting: ${esc(peerRun.setting)}</p>`);
-    if (rep.signLimit) parts.push(`<p>RS256 signing limit of this machine: <b>${rep.signLimit.signsPerSec}</b> signatures/s (node:crypto, 2048-bit key, ${rep.signLimit.threads} worker threads, ${rep.signLimit.seconds} s; one thread alone ${rep.signLimit.singleThreadPerSec}/s).</p>`);
+    if (rep.signLimit) parts.push(`<p>RS256 signing limit of this machine: <b>${rep.signLimit.signsPerSec}</b> signatures/s (node:crypto, 2048-bit key, ${rep.signLimit.threads} worker threads, ${rep.signLimit.seconds} s; one thread alone ${rep.signLimit.singleThreadPerSec}/s; CPU per signature ${fmt(rep.signLimit.signCpuUs)} µs, per verification ${fmt(rep.signLimit.verifyCpuUs)} µs).</p>`);
     if (rep.ccVsSignLimit) {
       const c = rep.ccVsSignLimit;
       parts.push(`<p>client_credentials issuance: svc ${fmt(c.svcCapacity)} req/s = <b>${c.svcFraction !== undefined ? fmt(c.svcFraction * 100) + '%' : '–'}</b> of the signing limit (target ≥ 60%); peer (opaque, unsigned) ${fmt(c.peerCapacity)} req/s = ${c.peerFraction !== undefined ? fmt(c.peerFraction * 100) + '%' : '–'}.</p>`);
@@ -154,6 +160,11 @@ small{color:#666}</style></head><body>`);
         const o = r.overload;
         parts.push(`<h4>Overload: ${fmt(o.offered)} ${esc(r.unit)} offered (2× capacity)</h4><p>Accepted (non-503) p95 <b>${fmt(o.latencyServed.p95)} ms</b> (p99 ${fmt(o.latencyServed.p99)}) · 2xx p95 ${fmt(o.latency2xx.p95)} ms · 503 sheds: ${o.shed} (${fmt(o.shedPct)}%), p95 ${fmt(o.latencyShed.p95)} ms · misclassified ${o.misclassifiedTotal} · errors/timeouts ${o.errors}/${o.timeouts}${o.notes['503 without Retry-After'] ? ` · <span class="bad">${o.notes['503 without Retry-After']} 503s without Retry-After</span>` : ''}</p>`);
         parts.push(stepRows(r, [o]));
+      }
+      if (r.burst) {
+        const b = r.burst;
+        parts.push(`<h4>Burst: ${fmt(b.step.offered)} ${esc(r.unit)} (5× capacity) for ${fmt(b.step.durationS)} s</h4><p>Shed ${b.step.shed} (${fmt(b.step.shedPct)}%), accepted p95 ${fmt(b.step.latencyServed.p95)} ms · a client_credentials request answered 200 within 100 ms again <b>${b.drainMs === undefined ? 'not within 10 s' : `${b.drainMs} ms`}</b> after the burst (target ≤ 2 s; ${b.probes.length} probes)</p>`);
+        parts.push(stepRows(r, [b.step]));
       }
       if (r.soak) {
         const s = r.soak;
