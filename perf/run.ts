@@ -32,7 +32,8 @@ async function main(): Promise<number> {
   const which = pos[0];
   if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
   const cpuRun = which === 'cpu';
-  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : cpuRun ? [] : [which];
+  // Several scenarios in one run: `introspection-mix,peer` (the peer's introspection then sits beside svc's mix).
+  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : cpuRun ? [] : which.split(',');
   for (const n of names) if (n !== 'peer') scenarioByName(n);
   const withPeer = names.includes('peer');
   const svcNames = names.filter((n) => n !== 'peer');
@@ -93,16 +94,19 @@ async function main(): Promise<number> {
     if (withPeer) {
       const peer = await startPeer();
       started.push(peer);
-      for (const n of ['client-credentials', 'introspection']) {
+      const peerNames = str(opts, 'peer-scenarios')?.split(',') ?? ['client-credentials', 'introspection'];
+      for (const n of peerNames) {
         const s = scenarioByName(n);
-        let mine = runs.find((r) => r.scenario === n && r.target === 'svc');
+        // svc's side of the introspection comparison is the seed's mix when it was measured in this run.
+        const svcName = n === 'introspection' && runs.some((r) => r.scenario === 'introspection-mix' && r.target === 'svc') ? 'introspection-mix' : n;
+        let mine = runs.find((r) => r.scenario === svcName && r.target === 'svc');
         if (!mine && svc) { mine = await measure(lg, svc, s, opts, { overload: false, soak: false }); runs.push(mine); }
         // Step for step: the peer gets the same offered rates as svc (continuing the ladder if it goes further).
         const rates = mine?.available && mine.steps.length ? [...mine.steps.map((x) => x.offered)] : undefined;
         if (rates) { let r = rates.at(-1)!; for (let i = rates.length; i < num(opts, 'max-steps', 9); i++) rates.push(Math.round((r *= s.factor))); }
         runs.push(await measure(lg, peer, s, opts, { overload: false, soak: false, rates }));
       }
-      rep.comparisons = ['client-credentials', 'introspection'].map((n) => compare(runs, n)).filter((c) => c !== undefined);
+      rep.comparisons = peerNames.map((n) => compare(runs, n, n === 'introspection' && runs.some((r) => r.scenario === 'introspection-mix' && r.target === 'svc') ? 'introspection-mix' : n)).filter((c) => c !== undefined);
       const cc = rep.comparisons.find((c) => c.scenario === 'client-credentials');
       if (rep.signLimit) {
         const L = rep.signLimit.signsPerSec;
@@ -118,7 +122,7 @@ async function main(): Promise<number> {
   } finally {
     await cleanup();
   }
-  rep.targets = targetRows(runs, rep.signLimit);
+  rep.targets = targetRows(runs, rep.signLimit, rep.comparisons);
   rep.meta.loadavgEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const files = writeReport(rep, `${which}-${stamp()}`);
   console.log(`JSON report: ${files.json}`);

@@ -66,14 +66,15 @@ export async function measure(lg: LoadGen, t: Target, s: Scenario, o: Opts, f: M
   return run;
 }
 
-export function compare(runs: ScenarioRun[], scenario: string): Comparison | undefined {
-  const a = runs.find((r) => r.scenario === scenario && r.target === 'svc' && r.available);
+/** svc's `svcScenario` against the peer's `scenario`, step for step (svc's introspection-mix against the peer's introspection). */
+export function compare(runs: ScenarioRun[], scenario: string, svcScenario = scenario): Comparison | undefined {
+  const a = runs.find((r) => r.scenario === svcScenario && r.target === 'svc' && r.available);
   const b = runs.find((r) => r.scenario === scenario && r.target === 'oidc-provider' && r.available);
   if (!a && !b) return undefined;
   const offered = [...new Set([...(a?.steps ?? []), ...(b?.steps ?? [])].map((s) => s.offered))].sort((x, y) => x - y);
   const ratio = (x?: number, y?: number) => (x !== undefined && y ? Math.round((x / y) * 100) / 100 : undefined);
   return {
-    scenario,
+    scenario: svcScenario === scenario ? scenario : `${scenario} (svc: ${svcScenario})`,
     steps: offered.map((off) => {
       const sa = a?.steps.find((s) => s.offered === off);
       const sb = b?.steps.find((s) => s.offered === off);

@@ -1,7 +1,7 @@
 // Issue 19's same-run ratios: CPU per correct answer (all svc processes, Redis, Postgres; load generator
 // excluded) against one RS256 signature / verification measured in the same run, and the closed-loop
 // zero-shed rule. Each target: what was measured, against what, pass or fail.
-import type { ScenarioRun } from './report.js';
+import type { Comparison, ScenarioRun } from './report.js';
 import type { SignLimit } from './signlimit.js';
 
 export interface TargetRow { target: string; measured: string; limit: string; pass: boolean | undefined }
@@ -15,8 +15,15 @@ const CPU_TARGETS: Array<{ scenario: string; label: string; ref: (s: SignLimit) 
 
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
-export function targetRows(runs: ScenarioRun[], sl: SignLimit | undefined): TargetRow[] {
+export function targetRows(runs: ScenarioRun[], sl: SignLimit | undefined, comparisons: Comparison[] = []): TargetRow[] {
   const rows: TargetRow[] = [];
+  // Item 3: the seed's introspection mix, every answer checked, against the peer's introspection.
+  for (const r of runs.filter((x) => x.scenario === 'introspection-mix' && x.target === 'svc' && x.available)) {
+    const mis = r.steps.reduce((a, st) => a + st.misclassifiedTotal, 0);
+    const c = comparisons.find((x) => x.scenario.includes('introspection-mix'));
+    rows.push({ target: 'introspection mix, misclassified answers', measured: `${mis} of ${r.steps.reduce((a, st) => a + st.checked, 0)} checked`, limit: '0', pass: mis === 0 });
+    if (c) rows.push({ target: 'introspection mix vs node-oidc-provider introspection (capacity)', measured: `svc ${c.capacity.svc ?? '–'} vs peer ${c.capacity.peer ?? '–'} req/s = ${c.capacity.ratio ?? '–'}×`, limit: '≥ 3×', pass: c.capacity.ratio === undefined ? undefined : c.capacity.ratio >= 3 });
+  }
   const svc = runs.filter((r) => r.target === 'svc' && r.available);
   const named = (n: string) => svc.filter((r) => r.scenario === n || r.scenario === `cpu ${n}`);
   for (const t of CPU_TARGETS) {

@@ -1,5 +1,6 @@
 import { clientCredentials } from './client-credentials.js';
 import { introspection, introspectionOnly } from './introspection.js';
+import { introspectionMix } from './introspection-mix.js';
 import { login } from './login.js';
 import { tokenExchange } from './token-exchange.js';
 import type { Scenario } from './types.js';
@@ -7,6 +8,7 @@ import type { Scenario } from './types.js';
 export const SCENARIOS: Record<string, Scenario> = {
   'token-exchange': tokenExchange,
   introspection,
+  'introspection-mix': introspectionMix,
   login,
   'client-credentials': clientCredentials,
 };
