@@ -56,7 +56,7 @@ async function main(): Promise<number> {
   const runs: ScenarioRun[] = rep.runs;
   try {
     // The signing limit is measured first, with nothing else busy on the machine.
-    if (withPeer || cpuRun || which === 'all') rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', cpuRun ? 3 : 5));
+    if (withPeer || cpuRun || which === 'all' || names.includes('login')) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', cpuRun ? 3 : 5));
 
     let svc: Target | undefined;
     if (opts.svc !== false) {

@@ -10,7 +10,7 @@ const CLK_TCK = (() => {
   try { return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch { return 100; }
 })();
 
-export const KINDS = ['http', 'crypto', 'threads', 'other svc', 'redis', 'postgres'] as const;
+export const KINDS = ['http', 'crypto', 'threads', 'email path', 'other svc', 'redis', 'postgres'] as const;
 export type CpuKind = (typeof KINDS)[number];
 /** CPU seconds per kind over a window. */
 export type CpuByKind = Record<CpuKind, number>;
@@ -40,8 +40,11 @@ function snapshot(svcPids: number[], storagePids: number[]): Map<string, { kind:
     }
   };
   for (const pid of svcPids) {
-    const http = /^http/.test(label(pid));
-    add(pid, (tid) => (!http ? 'other svc' : tid === pid ? 'http' : comm(pid, tid) === 'svc-crypto' ? 'crypto' : 'threads'));
+    const l = label(pid);
+    const http = /^http/.test(l);
+    // The e-mail worker process (queue → SMTP) is the login's e-mail path, apart from its requests.
+    const other: CpuKind = /email/.test(l) ? 'email path' : 'other svc';
+    add(pid, (tid) => (!http ? other : tid === pid ? 'http' : comm(pid, tid) === 'svc-crypto' ? 'crypto' : 'threads'));
   }
   for (const pid of storagePids) {
     let cmd = '';

@@ -126,7 +126,8 @@ export async function runStep(lg: LoadGen, t: Target, s: Scenario, fixturesId: s
     loadgenCpuPct: raw.loadgenCpuPct, cost: costPerRequest(used.cpu, used.secs, raw.correct), saturated: why.length > 0, why: why.join('; '),
   };
   const fails = step.flowsFailed && Object.keys(step.flowsFailed).length ? `, failed logins ${JSON.stringify(step.flowsFailed)}` : '';
-  const mail = step.notes['mail wait p95 ms'] !== undefined ? `, mail wait p50/p95 ${step.notes['mail wait p50 ms']}/${step.notes['mail wait p95 ms']} ms` : '';
+  const perStep = Object.keys(step.notes).filter((k) => /^\d .* p95 ms$/.test(k)).map((k) => `${k.slice(0, -7)} ${step.notes[k]}`).join(', ');
+  const mail = step.notes['mail wait p95 ms'] !== undefined ? `, mail wait p50/p95 ${step.notes['mail wait p50 ms']}/${step.notes['mail wait p95 ms']} ms${perStep ? `, step p95 ms: ${perStep}` : ''}` : '';
   const lat = s.unit === 'logins/s' ? `login p50/p95/p99 ${step.flows?.p50 ?? '-'}/${step.flows?.p95 ?? '-'}/${step.flows?.p99 ?? '-'} ms, req p95 ${step.latencyServed.p95} ms${mail}${fails}` : `p50 ${step.latencyServed.p50} p95 ${step.latencyServed.p95} p99 ${step.latencyServed.p99} max ${step.latencyServed.max} ms`;
   say(`${t.name} ${s.name} ${kind} ${offered} ${s.unit}: achieved ${step.achieved} (${step.good} good), ${lat}, ` +
     `non-2xx ${JSON.stringify(non2xx)}, misclassified ${step.misclassifiedTotal}, shed ${step.shed}, CPU/req ${step.cost?.totalUs ?? '-'} µs (${step.cost ? Object.entries(step.cost.us).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ') : ''}), server CPU ${step.serverCpuPct}% RSS ${step.serverRssMb} MB, loadgen CPU ${step.loadgenCpuPct}%${storage.length ? `, ${storage.map((g) => `${g.label} CPU ${g.cpuPct}%`).join(', ')}` : ''}${step.saturated ? ` [saturated: ${step.why}]` : ''}`);

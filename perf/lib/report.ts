@@ -97,11 +97,18 @@ function stepRows(run: ScenarioRun, steps: Step[]): string {
   const login = run.unit === 'logins/s';
   const head = `<tr><th>kind</th><th>offered ${esc(run.unit)}</th><th>achieved</th><th>good/s</th><th>conns</th>${login ? '<th>login p50/p95/p99 ms</th><th>failed logins by step</th><th>mail wait p50/p95 ms</th>' : ''}<th>p50</th><th>p95</th><th>p99</th><th>max</th><th>p95 2xx</th><th>p95 503</th><th>non-2xx by status</th><th>misclassified</th><th>err/timeouts</th><th>CPU µs/req</th><th>server CPU %</th><th>server RSS MB</th><th>loadgen CPU %</th><th>storage CPU %</th><th>saturated</th></tr>`;
   const rows = steps.map((s) => `<tr class="${s.saturated ? 'sat' : ''}"><td>${s.kind}</td><td>${fmt(s.offered)}</td><td>${fmt(s.achieved)}</td><td>${fmt(s.good)}</td><td>${s.connections}</td>` +
-    (login ? `<td>${fmt(s.flows?.p50)} / ${fmt(s.flows?.p95)} / ${fmt(s.flows?.p99)}</td><td>${esc(Object.entries(s.flowsFailed ?? {}).map(([k, v]) => `${k}: ${v}`).join(' · ') || '–')}</td><td>${fmt(s.notes?.['mail wait p50 ms'])} / ${fmt(s.notes?.['mail wait p95 ms'])}</td>` : '') +
+    (login ? `<td>${fmt(s.flows?.p50)} / ${fmt(s.flows?.p95)} / ${fmt(s.flows?.p99)}</td><td>${esc(Object.entries(s.flowsFailed ?? {}).map(([k, v]) => `${k}: ${v}`).join(' · ') || '–')}</td><td>${fmt(s.notes?.['mail wait p50 ms'])} / ${fmt(s.notes?.['mail wait p95 ms'])}${stepLatencies(s)}</td>` : '') +
     `<td>${fmt(s.latencyServed.p50)}</td><td>${fmt(s.latencyServed.p95)}</td><td>${fmt(s.latencyServed.p99)}</td><td>${fmt(s.latencyServed.max)}</td><td>${fmt(s.latency2xx.p95)}</td><td>${fmt(s.latencyShed.p95)}</td>` +
     `<td>${esc(Object.entries(s.non2xx).map(([k, v]) => `${k}:${v}`).join(' ') || '–')}</td><td>${s.misclassifiedTotal}${s.misclassifiedTotal ? ` <small>${esc(JSON.stringify(s.misclassified))}</small>` : ''}</td>` +
     `<td>${s.errors}/${s.timeouts}</td><td>${fmt(s.cost?.totalUs)}</td><td>${fmt(s.serverCpuPct)} <small>${esc(s.procs.map((p) => `${p.label}:${fmt(p.cpuPct)}`).join(' '))}</small></td><td>${fmt(s.serverRssMb)}</td><td>${fmt(s.loadgenCpuPct)}</td><td>${esc((s.storage ?? []).map((g) => `${g.label}:${fmt(g.cpuPct)}`).join(' ') || '–')}</td><td>${s.saturated ? esc(s.why) : ''}</td></tr>`).join('');
   return `<table>${head}${rows}</table>`;
+}
+
+/** Login: each step's own latency (p50/p95 ms) and the e-mail path's CPU per login, in small print. */
+function stepLatencies(s: Step): string {
+  const steps = Object.keys(s.notes ?? {}).filter((k) => /^\d .* p95 ms$/.test(k)).map((k) => k.slice(0, -' p95 ms'.length));
+  const mail = s.cost && s.achieved > 0 ? ` · e-mail path ${fmt((s.cost.us['email path'] * s.cost.requests) / (s.achieved * s.durationS))} µs CPU per login` : '';
+  return steps.length ? `<br><small>${steps.map((k) => `${esc(k)} ${fmt(s.notes[`${k} p50 ms`])}/${fmt(s.notes[`${k} p95 ms`])}`).join(' · ')}${mail}</small>` : '';
 }
 
 export function renderHtml(rep: Report): string {
