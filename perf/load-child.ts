@@ -7,7 +7,7 @@ import { runOpenLoop } from './lib/openloop.js';
 import { setPacing } from './lib/pacing.js';
 import { sinkStats, startSink } from './lib/smtp-sink.js';
 import { percentiles } from './lib/util.js';
-import { SCENARIOS } from './scenarios/index.js';
+import { SCENARIOS, VARIANTS } from './scenarios/index.js';
 
 export interface RunOrder {
   id: number;
@@ -26,7 +26,7 @@ export interface RunOrder {
 const fixtures = new Map<string, unknown>();
 
 async function runStep(o: RunOrder) {
-  const scenario = SCENARIOS[o.scenario];
+  const scenario = SCENARIOS[o.scenario] ?? VARIANTS[o.scenario];
   if (!scenario) throw new Error(`unknown scenario ${o.scenario}`);
   setPacing(o.pacing !== 'burst');
   const check = new Checker();
@@ -63,7 +63,7 @@ async function runStep(o: RunOrder) {
     const requests = scenario.client(fixtures.get(o.fixturesId), check);
     result = await new Promise((resolve, reject) => {
       const inst = autocannon({
-        url: o.url, connections: o.connections, duration: o.durationS, overallRate: o.rate,
+        url: o.url, connections: o.connections, duration: o.durationS, overallRate: o.rate > 0 ? o.rate : undefined,
         timeout: o.timeoutS, requests, pipelining: 1,
       }, (err, res) => (err ? reject(err) : resolve(res)));
       inst.on('response', (_c: unknown, code: number, _bytes: number, ms: number) => onResponse(code, ms));

@@ -7,12 +7,16 @@ import { compare, measure, meta, scenarioByName } from './lib/harness.js';
 import { LoadGen } from './lib/loadgen.js';
 import { startPeer } from './lib/peer.js';
 import { writeReport, type Report, type ScenarioRun } from './lib/report.js';
+import { CPU_SCENARIOS, runCpu } from './lib/cpurun.js';
 import { measureSignLimit } from './lib/signlimit.js';
+import { summaryLines, targetRows } from './lib/targets.js';
 import { attachSvc, startSvc, type Target } from './lib/target.js';
 import { num, parseArgs, say, stamp, str } from './lib/util.js';
 
 const USAGE = `usage: npm run perf -- <scenario> [options]
-scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all
+scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu
+  cpu [--rates 500,1000,2000] [--sat-connections 64] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
+      CPU µs per request per process kind at fixed rates against a saturated closed loop, same run
   --url URL --bootstrap FILE [--pid N]  target a running svc (default: start one: WORKERS=2)
   --duration S (10)  --warmup S (3)  --rates a,b,c | --start R --factor F --max-steps N (9)  --past N (1)
   --connections N | --budget-ms MS (200) --max-connections N (1000)   --sat-p95 MS (1000)  --timeout S (10)
@@ -27,7 +31,9 @@ async function main(): Promise<number> {
   const { pos, opts } = parseArgs(process.argv.slice(2));
   const which = pos[0];
   if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
-  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : [which];
+  const cpuRun = which === 'cpu';
+  // Several scenarios in one run: `introspection-mix,peer` (the peer's introspection then sits beside svc's mix).
+  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : cpuRun ? [] : which.split(',');
   for (const n of names) if (n !== 'peer') scenarioByName(n);
   const withPeer = names.includes('peer');
   const svcNames = names.filter((n) => n !== 'peer');
@@ -50,7 +56,7 @@ async function main(): Promise<number> {
   const runs: ScenarioRun[] = rep.runs;
   try {
     // The signing limit is measured first, with nothing else busy on the machine.
-    if (withPeer) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', 5));
+    if (withPeer || cpuRun || which === 'all' || names.includes('login')) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', cpuRun ? 3 : 5));
 
     let svc: Target | undefined;
     if (opts.svc !== false) {
@@ -82,21 +88,25 @@ async function main(): Promise<number> {
       }
     }
 
+    if (svc && cpuRun) runs.push(...(await runCpu(lg, svc, opts)));
     if (svc) for (const n of svcNames) runs.push(await measure(lg, svc, scenarioByName(n), opts, { overload, soak }));
 
     if (withPeer) {
       const peer = await startPeer();
       started.push(peer);
-      for (const n of ['client-credentials', 'introspection']) {
+      const peerNames = str(opts, 'peer-scenarios')?.split(',') ?? ['client-credentials', 'introspection'];
+      for (const n of peerNames) {
         const s = scenarioByName(n);
-        let mine = runs.find((r) => r.scenario === n && r.target === 'svc');
+        // svc's side of the introspection comparison is the seed's mix when it was measured in this run.
+        const svcName = n === 'introspection' && runs.some((r) => r.scenario === 'introspection-mix' && r.target === 'svc') ? 'introspection-mix' : n;
+        let mine = runs.find((r) => r.scenario === svcName && r.target === 'svc');
         if (!mine && svc) { mine = await measure(lg, svc, s, opts, { overload: false, soak: false }); runs.push(mine); }
         // Step for step: the peer gets the same offered rates as svc (continuing the ladder if it goes further).
         const rates = mine?.available && mine.steps.length ? [...mine.steps.map((x) => x.offered)] : undefined;
         if (rates) { let r = rates.at(-1)!; for (let i = rates.length; i < num(opts, 'max-steps', 9); i++) rates.push(Math.round((r *= s.factor))); }
         runs.push(await measure(lg, peer, s, opts, { overload: false, soak: false, rates }));
       }
-      rep.comparisons = ['client-credentials', 'introspection'].map((n) => compare(runs, n)).filter((c) => c !== undefined);
+      rep.comparisons = peerNames.map((n) => compare(runs, n, n === 'introspection' && runs.some((r) => r.scenario === 'introspection-mix' && r.target === 'svc') ? 'introspection-mix' : n)).filter((c) => c !== undefined);
       const cc = rep.comparisons.find((c) => c.scenario === 'client-credentials');
       if (rep.signLimit) {
         const L = rep.signLimit.signsPerSec;
@@ -112,6 +122,7 @@ async function main(): Promise<number> {
   } finally {
     await cleanup();
   }
+  rep.targets = targetRows(runs, rep.signLimit, rep.comparisons);
   rep.meta.loadavgEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const files = writeReport(rep, `${which}-${stamp()}`);
   console.log(`JSON report: ${files.json}`);
@@ -120,6 +131,7 @@ async function main(): Promise<number> {
   const missing = runs.filter((r) => !r.available).map((r) => `${r.target} ${r.scenario}`);
   if (missing.length) console.log(`not measured: ${missing.join(', ')} (see the report for why)`);
   if (mis) console.log(`misclassified answers: ${mis}`);
+  for (const line of summaryLines(rep.targets)) console.log(line);
   return 0;
 }
 

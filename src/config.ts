@@ -27,7 +27,9 @@ export interface Config {
   readonly cryptoVerify: 'inline' | 'pool';
   /** Max queued crypto tasks per HTTP process before requests are shed. */
   readonly cryptoQueueMax: number;
-  /** Shed new signing that would wait longer than this for a thread (ms, predicted); 0 = count bound only. */
+  /** Signing operations ahead below which a new one is always admitted (a client pool's concurrency, not overload). */
+  readonly cryptoQueueFloor: number;
+  /** Past the floor, shed new signing that would wait longer than this (ms, predicted): the request's deadline budget; 0 = count bounds only. */
   readonly cryptoQueueWaitMs: number;
   readonly keyEncryptionKey: Buffer;
   readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256';
@@ -146,10 +148,11 @@ export function loadConfig(env: Env = process.env): Config {
     // Measured on 2 cores (perf/RESULTS.md): one signing thread per CPU in each HTTP process beat CPUs - 1 and inline.
     cryptoThreads: int('CRYPTO_THREADS', cpus, 0, 64),
     cryptoVerify: oneOf('CRYPTO_VERIFY', 'inline', ['inline', 'pool']),
-    // About 100 ms of signing per process on 2 cores: deeper queues only add latency (perf/RESULTS.md, overload step).
-    cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 192, 1, 1_000_000),
-    // Shed signing that would wait longer than this: bounds accepted latency at any load (perf/RESULTS.md run 18).
-    cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 20, 0, 60_000),
+    // Admission (src/tokens/admission.ts, issue 19): a memory bound, a concurrency floor that a steady
+    // closed loop of 256 connections over 2 processes never crosses, and a deadline budget past it.
+    cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 1024, 1, 1_000_000),
+    cryptoQueueFloor: int('CRYPTO_QUEUE_FLOOR', 192, 0, 1_000_000),
+    cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 200, 0, 60_000),
     keyEncryptionKey,
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),

@@ -49,7 +49,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   sharding.start((err) => log.warn({ err }, 'shard generation refresh failed'));
   own('shard generation refresh', () => sharding.stop());
   const signer = new Signer(keys, {
-    threads: config.cryptoThreads, maxQueue: config.cryptoQueueMax, maxWaitMs: config.cryptoQueueWaitMs,
+    threads: config.cryptoThreads, maxQueue: config.cryptoQueueMax, floor: config.cryptoQueueFloor, maxWaitMs: config.cryptoQueueWaitMs,
     verifyInPool: config.cryptoVerify === 'pool',
   });
   own('crypto threads', () => signer.close());

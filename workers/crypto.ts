@@ -1,4 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { importPkcs8, signWith, verifySignature } from '../src/tokens/jwt.js';
 import type { SigningAlg } from '../src/tokens/keys.js';
 
@@ -6,6 +7,10 @@ import type { SigningAlg } from '../src/tokens/keys.js';
 // the key's DER only when the thread has said it lacks it (see Signer), since cloning it into every
 // message was the largest main-thread cost of issuance (perf/RESULTS.md run 17).
 const privateKeys = new Map<string, KeyObject>();
+
+// Name this OS thread (Linux: a thread may rename itself through /proc/thread-self/comm), so `top -H`,
+// `ps -L` and the perf harness's per-thread CPU (perf/lib/cpucost.ts) tell signing threads apart.
+try { writeFileSync('/proc/thread-self/comm', 'svc-crypto'); } catch { /* not Linux: names are cosmetic */ }
 const publicKeys = new Map<string, KeyObject>();
 
 export interface SignBatch { kid: string; alg: SigningAlg; pkcs8?: Uint8Array; inputs: string[] }

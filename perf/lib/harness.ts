@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { SCENARIOS } from '../scenarios/index.js';
 import { Unavailable, type Scenario } from '../scenarios/types.js';
+import { runBurst } from './burst.js';
 import { capacityOf, runLadder, runOverload, runSoak, type LadderOpts } from './ladder.js';
 import type { LoadGen } from './loadgen.js';
 import type { Comparison, Report, ScenarioRun } from './report.js';
@@ -54,6 +55,7 @@ export async function measure(lg: LoadGen, t: Target, s: Scenario, o: Opts, f: M
   run.capacityAtSlo = capacityOf(run.steps, s.sloMs, s.unit === 'logins/s');
   say(`${t.name} ${s.name}: capacity ${run.capacity} ${s.unit}; within p95 <= ${s.sloMs} ms: ${run.capacityAtSlo} ${s.unit}`);
   if (f.overload && run.capacity > 0) run.overload = await runOverload(lg, t, s, fixturesId, run.capacity, lo);
+  if (o.burst === true && run.capacity > 0) run.burst = await runBurst(lg, t, s, fixturesId, run.capacity, lo, num(o, 'burst-seconds', 10));
   if (f.soak) {
     const rate = o['soak-rate'] ? num(o, 'soak-rate', 0) : Math.round(run.capacity * 0.7);
     if (rate > 0) {
@@ -64,14 +66,15 @@ export async function measure(lg: LoadGen, t: Target, s: Scenario, o: Opts, f: M
   return run;
 }
 
-export function compare(runs: ScenarioRun[], scenario: string): Comparison | undefined {
-  const a = runs.find((r) => r.scenario === scenario && r.target === 'svc' && r.available);
+/** svc's `svcScenario` against the peer's `scenario`, step for step (svc's introspection-mix against the peer's introspection). */
+export function compare(runs: ScenarioRun[], scenario: string, svcScenario = scenario): Comparison | undefined {
+  const a = runs.find((r) => r.scenario === svcScenario && r.target === 'svc' && r.available);
   const b = runs.find((r) => r.scenario === scenario && r.target === 'oidc-provider' && r.available);
   if (!a && !b) return undefined;
   const offered = [...new Set([...(a?.steps ?? []), ...(b?.steps ?? [])].map((s) => s.offered))].sort((x, y) => x - y);
   const ratio = (x?: number, y?: number) => (x !== undefined && y ? Math.round((x / y) * 100) / 100 : undefined);
   return {
-    scenario,
+    scenario: svcScenario === scenario ? scenario : `${scenario} (svc: ${svcScenario})`,
     steps: offered.map((off) => {
       const sa = a?.steps.find((s) => s.offered === off);
       const sb = b?.steps.find((s) => s.offered === off);

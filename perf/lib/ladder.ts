@@ -1,5 +1,6 @@
 import type { Scenario } from '../scenarios/types.js';
 import type { LoadGen } from './loadgen.js';
+import { CpuCost, costPerRequest, type CostPerRequest } from './cpucost.js';
 import { ProcSampler, type ProcFigures } from './procstat.js';
 import { storagePids, type Target } from './target.js';
 import { say, sleep, type Pcts } from './util.js';
@@ -23,7 +24,8 @@ export interface LadderOpts {
 }
 
 export interface Step {
-  kind: 'step' | 'overload' | 'soak' | 'warmup';
+  /** saturated: a closed loop with no rate (each connection sends its next request on the answer). */
+  kind: 'step' | 'overload' | 'soak' | 'warmup' | 'saturated';
   /** Offered and achieved in the scenario's unit (req/s, or logins/s for login). */
   offered: number;
   achieved: number;
@@ -58,6 +60,8 @@ export interface Step {
   serverCpuPct: number;
   serverRssMb: number;
   loadgenCpuPct: number;
+  /** CPU per correct answer by process kind (svc threads, Redis, Postgres; load generator excluded). */
+  cost?: CostPerRequest;
   saturated: boolean;
   why: string;
 }
@@ -70,11 +74,15 @@ export function connectionsFor(offeredReqs: number, o: LadderOpts, budgetS = o.b
 /** One fixed-rate step: autocannon in the load process, /proc sampling of the server's processes here. */
 export async function runStep(lg: LoadGen, t: Target, s: Scenario, fixturesId: string, offered: number, o: LadderOpts,
   kind: Step['kind'] = 'step', conns?: number, durationS = o.durationS): Promise<Step> {
-  const offeredReqs = Math.max(1, Math.round(offered * s.reqsPerUnit));
+  // offered 0: closed loop at full speed (kind 'saturated'), `conns` connections.
+  const closed = offered === 0;
+  const offeredReqs = closed ? 0 : Math.max(1, Math.round(offered * s.reqsPerUnit));
   const connections = conns ?? connectionsFor(offeredReqs, o);
   const sampler = new ProcSampler(() => t.pids(), 1000).start();
   const storageSampler = t.name === 'svc' ? new ProcSampler(storagePids, 2000).start() : undefined;
+  const coster = new CpuCost(() => t.pids(), t.name === 'svc' ? storagePids : () => []).start();
   const raw = await lg.run({ scenario: s.name, fixturesId, url: t.url, rate: offeredReqs, durationS, connections, timeoutS: o.timeoutS, pacing: o.pacing });
+  const used = coster.stop();
   const procs = sampler.stop();
   const storage: Step['storage'] = [];
   for (const p of storageSampler?.stop() ?? []) {
@@ -94,7 +102,7 @@ export async function runStep(lg: LoadGen, t: Target, s: Scenario, fixturesId: s
   const good = s.unit === 'logins/s' ? raw.flowsDone / secs : raw.correct / secs;
   const failPct = raw.responses ? ((raw.errors + raw.timeouts) / Math.max(1, raw.responses + raw.errors)) * 100 : 100;
   const why: string[] = [];
-  if (achievedReqs < 0.9 * offeredReqs) why.push(`achieved ${Math.round(achievedReqs)} < 90% of ${offeredReqs} req/s`);
+  if (closed) { /* a closed loop offers what it achieves */ } else if (achievedReqs < 0.9 * offeredReqs) why.push(`achieved ${Math.round(achievedReqs)} < 90% of ${offeredReqs} req/s`);
   // Login: a failed login sends fewer requests, but the unit is whole logins.
   else if (s.unit === 'logins/s' && unitAchieved < 0.9 * offered) why.push(`${r1(unitAchieved)} logins/s < 90% of ${offered}`);
   if (shedPct > 1) why.push(`${r1(shedPct)}% shed (503)`);
@@ -115,13 +123,14 @@ export async function runStep(lg: LoadGen, t: Target, s: Scenario, fixturesId: s
     checked: raw.checked, shed: raw.shed, shedPct: r1(shedPct),
     misclassified: raw.misclassified, misclassifiedTotal: raw.misclassifiedTotal, kinds: raw.kinds, notes: raw.notes,
     procs, storage, serverCpuPct: r1(procs.reduce((a, p) => a + p.cpuPct, 0)), serverRssMb: r1(procs.reduce((a, p) => a + p.rssMbMax, 0)),
-    loadgenCpuPct: raw.loadgenCpuPct, saturated: why.length > 0, why: why.join('; '),
+    loadgenCpuPct: raw.loadgenCpuPct, cost: costPerRequest(used.cpu, used.secs, raw.correct), saturated: why.length > 0, why: why.join('; '),
   };
   const fails = step.flowsFailed && Object.keys(step.flowsFailed).length ? `, failed logins ${JSON.stringify(step.flowsFailed)}` : '';
-  const mail = step.notes['mail wait p95 ms'] !== undefined ? `, mail wait p50/p95 ${step.notes['mail wait p50 ms']}/${step.notes['mail wait p95 ms']} ms` : '';
+  const perStep = Object.keys(step.notes).filter((k) => /^\d .* p95 ms$/.test(k)).map((k) => `${k.slice(0, -7)} ${step.notes[k]}`).join(', ');
+  const mail = step.notes['mail wait p95 ms'] !== undefined ? `, mail wait p50/p95 ${step.notes['mail wait p50 ms']}/${step.notes['mail wait p95 ms']} ms${perStep ? `, step p95 ms: ${perStep}` : ''}` : '';
   const lat = s.unit === 'logins/s' ? `login p50/p95/p99 ${step.flows?.p50 ?? '-'}/${step.flows?.p95 ?? '-'}/${step.flows?.p99 ?? '-'} ms, req p95 ${step.latencyServed.p95} ms${mail}${fails}` : `p50 ${step.latencyServed.p50} p95 ${step.latencyServed.p95} p99 ${step.latencyServed.p99} max ${step.latencyServed.max} ms`;
   say(`${t.name} ${s.name} ${kind} ${offered} ${s.unit}: achieved ${step.achieved} (${step.good} good), ${lat}, ` +
-    `non-2xx ${JSON.stringify(non2xx)}, misclassified ${step.misclassifiedTotal}, shed ${step.shed}, server CPU ${step.serverCpuPct}% RSS ${step.serverRssMb} MB, loadgen CPU ${step.loadgenCpuPct}%${storage.length ? `, ${storage.map((g) => `${g.label} CPU ${g.cpuPct}%`).join(', ')}` : ''}${step.saturated ? ` [saturated: ${step.why}]` : ''}`);
+    `non-2xx ${JSON.stringify(non2xx)}, misclassified ${step.misclassifiedTotal}, shed ${step.shed}, CPU/req ${step.cost?.totalUs ?? '-'} µs (${step.cost ? Object.entries(step.cost.us).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ') : ''}), server CPU ${step.serverCpuPct}% RSS ${step.serverRssMb} MB, loadgen CPU ${step.loadgenCpuPct}%${storage.length ? `, ${storage.map((g) => `${g.label} CPU ${g.cpuPct}%`).join(', ')}` : ''}${step.saturated ? ` [saturated: ${step.why}]` : ''}`);
   return step;
 }
 

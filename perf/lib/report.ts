@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Soak, Step } from './ladder.js';
+import { KINDS } from './cpucost.js';
 import type { SignLimit } from './signlimit.js';
 import { RESULTS_DIR, ROOT } from './util.js';
 
@@ -20,7 +21,11 @@ export interface ScenarioRun {
   capacityAtSlo?: number;
   sloMs?: number;
   overload?: Step;
+  /** Issue 19 1c: 10 s at 5× capacity, then the time until a signature is served promptly again. */
+  burst?: { step: Step; drainMs: number | undefined; probes: Array<{ atMs: number; status: number; ms: number }> };
   soak?: Soak;
+  /** `perf -- cpu`: the saturated step's CPU per request and each paced step's ratio to it. */
+  cpu?: { saturatedUs?: number; limit: number; flags: Array<{ offered: number; ratio: number; flagged: boolean }> };
 }
 
 export interface Comparison {
@@ -34,6 +39,7 @@ export interface Report {
   runs: ScenarioRun[];
   signLimit?: SignLimit;
   comparisons?: Comparison[];
+  targets?: Array<{ target: string; measured: string; limit: string; pass: boolean | undefined }>;
   ccVsSignLimit?: { svcCapacity?: number; peerCapacity?: number; signLimit: number; svcFraction?: number; peerFraction?: number };
 }
 
@@ -89,13 +95,20 @@ const COLORS: Record<string, string> = { svc: '#1f6feb', 'oidc-provider': '#d977
 
 function stepRows(run: ScenarioRun, steps: Step[]): string {
   const login = run.unit === 'logins/s';
-  const head = `<tr><th>kind</th><th>offered ${esc(run.unit)}</th><th>achieved</th><th>good/s</th><th>conns</th>${login ? '<th>login p50/p95/p99 ms</th><th>failed logins by step</th><th>mail wait p50/p95 ms</th>' : ''}<th>p50</th><th>p95</th><th>p99</th><th>max</th><th>p95 2xx</th><th>p95 503</th><th>non-2xx by status</th><th>misclassified</th><th>err/timeouts</th><th>server CPU %</th><th>server RSS MB</th><th>loadgen CPU %</th><th>storage CPU %</th><th>saturated</th></tr>`;
+  const head = `<tr><th>kind</th><th>offered ${esc(run.unit)}</th><th>achieved</th><th>good/s</th><th>conns</th>${login ? '<th>login p50/p95/p99 ms</th><th>failed logins by step</th><th>mail wait p50/p95 ms</th>' : ''}<th>p50</th><th>p95</th><th>p99</th><th>max</th><th>p95 2xx</th><th>p95 503</th><th>non-2xx by status</th><th>misclassified</th><th>err/timeouts</th><th>CPU µs/req</th><th>server CPU %</th><th>server RSS MB</th><th>loadgen CPU %</th><th>storage CPU %</th><th>saturated</th></tr>`;
   const rows = steps.map((s) => `<tr class="${s.saturated ? 'sat' : ''}"><td>${s.kind}</td><td>${fmt(s.offered)}</td><td>${fmt(s.achieved)}</td><td>${fmt(s.good)}</td><td>${s.connections}</td>` +
-    (login ? `<td>${fmt(s.flows?.p50)} / ${fmt(s.flows?.p95)} / ${fmt(s.flows?.p99)}</td><td>${esc(Object.entries(s.flowsFailed ?? {}).map(([k, v]) => `${k}: ${v}`).join(' · ') || '–')}</td><td>${fmt(s.notes?.['mail wait p50 ms'])} / ${fmt(s.notes?.['mail wait p95 ms'])}</td>` : '') +
+    (login ? `<td>${fmt(s.flows?.p50)} / ${fmt(s.flows?.p95)} / ${fmt(s.flows?.p99)}</td><td>${esc(Object.entries(s.flowsFailed ?? {}).map(([k, v]) => `${k}: ${v}`).join(' · ') || '–')}</td><td>${fmt(s.notes?.['mail wait p50 ms'])} / ${fmt(s.notes?.['mail wait p95 ms'])}${stepLatencies(s)}</td>` : '') +
     `<td>${fmt(s.latencyServed.p50)}</td><td>${fmt(s.latencyServed.p95)}</td><td>${fmt(s.latencyServed.p99)}</td><td>${fmt(s.latencyServed.max)}</td><td>${fmt(s.latency2xx.p95)}</td><td>${fmt(s.latencyShed.p95)}</td>` +
     `<td>${esc(Object.entries(s.non2xx).map(([k, v]) => `${k}:${v}`).join(' ') || '–')}</td><td>${s.misclassifiedTotal}${s.misclassifiedTotal ? ` <small>${esc(JSON.stringify(s.misclassified))}</small>` : ''}</td>` +
-    `<td>${s.errors}/${s.timeouts}</td><td>${fmt(s.serverCpuPct)} <small>${esc(s.procs.map((p) => `${p.label}:${fmt(p.cpuPct)}`).join(' '))}</small></td><td>${fmt(s.serverRssMb)}</td><td>${fmt(s.loadgenCpuPct)}</td><td>${esc((s.storage ?? []).map((g) => `${g.label}:${fmt(g.cpuPct)}`).join(' ') || '–')}</td><td>${s.saturated ? esc(s.why) : ''}</td></tr>`).join('');
+    `<td>${s.errors}/${s.timeouts}</td><td>${fmt(s.cost?.totalUs)}</td><td>${fmt(s.serverCpuPct)} <small>${esc(s.procs.map((p) => `${p.label}:${fmt(p.cpuPct)}`).join(' '))}</small></td><td>${fmt(s.serverRssMb)}</td><td>${fmt(s.loadgenCpuPct)}</td><td>${esc((s.storage ?? []).map((g) => `${g.label}:${fmt(g.cpuPct)}`).join(' ') || '–')}</td><td>${s.saturated ? esc(s.why) : ''}</td></tr>`).join('');
   return `<table>${head}${rows}</table>`;
+}
+
+/** Login: each step's own latency (p50/p95 ms) and the e-mail path's CPU per login, in small print. */
+function stepLatencies(s: Step): string {
+  const steps = Object.keys(s.notes ?? {}).filter((k) => /^\d .* p95 ms$/.test(k)).map((k) => k.slice(0, -' p95 ms'.length));
+  const mail = s.cost && s.achieved > 0 ? ` · e-mail path ${fmt((s.cost.us['email path'] * s.cost.requests) / (s.achieved * s.durationS))} µs CPU per login` : '';
+  return steps.length ? `<br><small>${steps.map((k) => `${esc(k)} ${fmt(s.notes[`${k} p50 ms`])}/${fmt(s.notes[`${k} p95 ms`])}`).join(' · ')}${mail}</small>` : '';
 }
 
 export function renderHtml(rep: Report): string {
@@ -107,11 +120,14 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.note{color:#555;font-size:13px}.bad{color:#b00;font-weight:600}code{background:#f4f4f4;padding:1px 4px}
 small{color:#666}</style></head><body>`);
   parts.push(`<h1>svc performance run</h1><p class="note">${esc(m.date)} · commit <code>${esc(m.commit)}${m.dirty ? ' (+uncommitted changes)' : ''}</code> · ${m.nproc} cores (${esc(m.cpu)}), ${m.memGb} GB · Node ${esc(m.node)} · <code>${esc(m.command)}</code><br>Load generator: ${esc(m.loadgen)}. Latencies are per request in ms (login also per whole login); “p50/p95/p99/max” are of accepted answers (everything but 503 sheds). Rows shaded orange are saturated.<br>Load average (1/5/15 min) at start ${esc(m.loadavgStart?.join(' / '))}, at end ${esc(m.loadavgEnd?.join(' / ') ?? '–')}.${m.busyWarning ? ` <span class="bad">${esc(m.busyWarning)}</span>` : ''}</p>`);
+  if (rep.targets?.length) {
+    parts.push(`<h2>Targets (issue 19), same run</h2><table><tr><th>target</th><th>measured</th><th>limit</th><th>result</th></tr>${rep.targets.map((t) => `<tr><td>${esc(t.target)}</td><td>${esc(t.measured)}</td><td>${esc(t.limit)}</td><td class="${t.pass === false ? 'bad' : ''}">${t.pass === undefined ? 'n/a' : t.pass ? 'pass' : 'FAIL'}</td></tr>`).join('')}</table>`);
+  }
   if (rep.signLimit || rep.comparisons?.length) {
     parts.push('<h2>Peer comparison (node-oidc-provider) and RS256 signing limit</h2>');
     const peerRun = rep.runs.find((r) => r.target === 'oidc-provider');
     if (peerRun) parts.push(`<p class="note">Peer setting: ${esc(peerRun.setting)}</p>`);
-    if (rep.signLimit) parts.push(`<p>RS256 signing limit of this machine: <b>${rep.signLimit.signsPerSec}</b> signatures/s (node:crypto, 2048-bit key, ${rep.signLimit.threads} worker threads, ${rep.signLimit.seconds} s; one thread alone ${rep.signLimit.singleThreadPerSec}/s).</p>`);
+    if (rep.signLimit) parts.push(`<p>RS256 signing limit of this machine: <b>${rep.signLimit.signsPerSec}</b> signatures/s (node:crypto, 2048-bit key, ${rep.signLimit.threads} worker threads, ${rep.signLimit.seconds} s; one thread alone ${rep.signLimit.singleThreadPerSec}/s; CPU per signature ${fmt(rep.signLimit.signCpuUs)} µs, per verification ${fmt(rep.signLimit.verifyCpuUs)} µs).</p>`);
     if (rep.ccVsSignLimit) {
       const c = rep.ccVsSignLimit;
       parts.push(`<p>client_credentials issuance: svc ${fmt(c.svcCapacity)} req/s = <b>${c.svcFraction !== undefined ? fmt(c.svcFraction * 100) + '%' : '–'}</b> of the signing limit (target ≥ 60%); peer (opaque, unsigned) ${fmt(c.peerCapacity)} req/s = ${c.peerFraction !== undefined ? fmt(c.peerFraction * 100) + '%' : '–'}.</p>`);
@@ -145,11 +161,17 @@ small{color:#666}</style></head><body>`);
       if (r.notes.length) parts.push(`<p class="note">${r.notes.map(esc).join('<br>')}</p>`);
       parts.push(`<p class="note">Calibration (sequential probes before load): ${esc(Object.entries(r.calibration).map(([k, v]) => `${k}: ${v}`).join(' · '))}</p>`);
       parts.push(`<p>Capacity (highest rate of correct answers in an unsaturated step): <b>${fmt(r.capacity)} ${esc(r.unit)}</b> · within the p95 target of ${fmt(r.sloMs)} ms${r.unit === 'logins/s' ? ' per login' : ''}: <b>${fmt(r.capacityAtSlo)} ${esc(r.unit)}</b></p>`);
+      if (r.cpu) parts.push(cpuTable(r));
       parts.push(stepRows(r, r.steps));
       if (r.overload) {
         const o = r.overload;
         parts.push(`<h4>Overload: ${fmt(o.offered)} ${esc(r.unit)} offered (2× capacity)</h4><p>Accepted (non-503) p95 <b>${fmt(o.latencyServed.p95)} ms</b> (p99 ${fmt(o.latencyServed.p99)}) · 2xx p95 ${fmt(o.latency2xx.p95)} ms · 503 sheds: ${o.shed} (${fmt(o.shedPct)}%), p95 ${fmt(o.latencyShed.p95)} ms · misclassified ${o.misclassifiedTotal} · errors/timeouts ${o.errors}/${o.timeouts}${o.notes['503 without Retry-After'] ? ` · <span class="bad">${o.notes['503 without Retry-After']} 503s without Retry-After</span>` : ''}</p>`);
         parts.push(stepRows(r, [o]));
+      }
+      if (r.burst) {
+        const b = r.burst;
+        parts.push(`<h4>Burst: ${fmt(b.step.offered)} ${esc(r.unit)} (5× capacity) for ${fmt(b.step.durationS)} s</h4><p>Shed ${b.step.shed} (${fmt(b.step.shedPct)}%), accepted p95 ${fmt(b.step.latencyServed.p95)} ms · a client_credentials request answered 200 within 100 ms again <b>${b.drainMs === undefined ? 'not within 10 s' : `${b.drainMs} ms`}</b> after the burst (target ≤ 2 s; ${b.probes.length} probes)</p>`);
+        parts.push(stepRows(r, [b.step]));
       }
       if (r.soak) {
         const s = r.soak;
@@ -167,6 +189,17 @@ small{color:#666}</style></head><body>`);
   }
   parts.push('</body></html>');
   return parts.join('\n');
+}
+/** Issue 22: CPU µs per correct answer per process kind, each paced step against the saturated one. */
+function cpuTable(r: ScenarioRun): string {
+  const c = r.cpu!;
+  const head = `<tr><th>step</th><th>offered req/s</th><th>achieved</th><th>conns</th><th>p95 ms</th>${KINDS.map((k) => `<th>${esc(k)} µs</th>`).join('')}<th>total µs/req</th><th>× saturated</th></tr>`;
+  const rows = r.steps.map((s) => {
+    const f = c.flags.find((x) => x.offered === s.offered && s.kind === 'step');
+    return `<tr><td>${s.kind}</td><td>${s.kind === 'saturated' ? 'closed loop' : fmt(s.offered)}</td><td>${fmt(s.achieved)}</td><td>${s.connections}</td><td>${fmt(s.latencyServed.p95)}</td>` +
+      `${KINDS.map((k) => `<td>${fmt(s.cost?.us[k])}</td>`).join('')}<td><b>${fmt(s.cost?.totalUs)}</b></td><td${f?.flagged ? ' class="bad"' : ''}>${f ? `${fmt(f.ratio, 2)}${f.flagged ? ` &gt; ${c.limit} FLAGGED` : ''}` : ''}</td></tr>`;
+  }).join('');
+  return `<p>CPU per correct answer by process kind (http = HTTP event loops, crypto = their signing threads, threads = their other threads: GC, libuv; load generator excluded). Saturated reference: <b>${fmt(c.saturatedUs)} µs</b>; a paced step above ${c.limit}× is flagged.</p><table>${head}${rows}</table>`;
 }
 const unitIsLogin = (r: ScenarioRun) => r.unit === 'logins/s';
 

@@ -1,5 +1,6 @@
 import { clientCredentials } from './client-credentials.js';
-import { introspection } from './introspection.js';
+import { introspection, introspectionOnly } from './introspection.js';
+import { introspectionMix } from './introspection-mix.js';
 import { login } from './login.js';
 import { tokenExchange } from './token-exchange.js';
 import type { Scenario } from './types.js';
@@ -7,6 +8,13 @@ import type { Scenario } from './types.js';
 export const SCENARIOS: Record<string, Scenario> = {
   'token-exchange': tokenExchange,
   introspection,
+  'introspection-mix': introspectionMix,
   login,
   'client-credentials': clientCredentials,
+};
+
+/** Single-category variants measured by `perf -- cpu` (issue 22), not ladders of their own. */
+export const VARIANTS: Record<string, Scenario> = {
+  'introspection-hit': introspectionOnly('hit'),
+  'introspection-miss': introspectionOnly('miss'),
 };

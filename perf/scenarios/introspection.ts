@@ -57,7 +57,23 @@ async function makeTokens(t: Target, n: number): Promise<{ valid: string[]; revo
   return { valid: out.slice(0, n), revoked, issuer: ex, via };
 }
 
-export const introspection: Scenario = {
+/**
+ * Issue 22's CPU-cost variants: `introspection-hit` sends only valid tokens (after the first answer
+ * per token and client, each is a cache hit: decode, one MGET, the cached answer); `introspection-miss`
+ * sends only revoked tokens, which are never cached, so each goes the verification path: decode, the
+ * same MGET, an RS256 verification, then the inactive answer (no answer serialisation, no cache write).
+ */
+export function introspectionOnly(kind: 'hit' | 'miss'): Scenario {
+  return {
+    ...introspection, name: `introspection-${kind}`,
+    mix: kind === 'hit' ? [['valid', 100]] : [['revoked', 100]],
+    describe: kind === 'hit'
+      ? 'POST /introspect, valid tokens only: cache hits (decode, one MGET, the cached answer)'
+      : 'POST /introspect, revoked tokens only: cache misses (decode, one MGET, RS256 verification, inactive answer)',
+  } as Scenario;
+}
+
+export const introspection: Scenario & { mix?: Array<[Kind, number]> } = {
   name: 'introspection',
   unit: 'req/s', reqsPerUnit: 1, start: 1000, factor: 1.6,
   sloMs: 20,
@@ -85,7 +101,7 @@ export const introspection: Scenario = {
     const { valid, revoked, via } = await makeTokens(t, n);
     const probe = (tok: string) => postForm(t.url + path, { token: tok }, basic(clients[0]!.client_id, clients[0]!.client_secret));
     let expired: string[] = [];
-    try {
+    if (!this.mix || this.mix.some(([k]) => k === 'expired')) try {
       expired = await expiredTokens(t, Math.max(10, n / 8), stamp(), async (tok) => (await probe(tok)).json?.active === false);
     } catch (e) { notes.push(`NO EXPIRED TOKENS: ${(e as Error).message}`); }
     const needSub = !t.peer;
@@ -107,8 +123,9 @@ export const introspection: Scenario = {
       if (validOk) kept.push(c); else notes.push(`client ${c.client_id} dropped: valid tokens not active for it`);
     }
     if (!kept.length) throw new Unavailable(`introspection does not answer valid tokens as active: ${JSON.stringify(calibration)}`);
-    const mix: Array<[Kind, number]> = [['valid', 80], ['revoked', 10]];
+    let mix: Array<[Kind, number]> = [['valid', 80], ['revoked', 10]];
     if (expired.length) mix.push(['expired', 10]);
+    if (this.mix) mix = this.mix;
     const body = (tok: string) => new URLSearchParams({ token: tok }).toString();
     notes.push(`${valid.length} valid tokens (${via}), ${revoked.length} revoked, ${expired.length} expired; ${kept.length} resource-server clients`);
     say(notes[notes.length - 1]!);

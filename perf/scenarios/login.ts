@@ -59,7 +59,14 @@ export const login: Scenario = {
       check.ok();
       return true;
     };
-    return async (send, t0) => {
+    return async (rawSend, t0) => {
+      // Per-step latency (issue 19 item 4): each request's own time, reported as "<step> p50/p95/max ms".
+      const send: typeof rawSend = async (...args) => {
+        const s0 = performance.now();
+        const a = await rawSend(...args);
+        check.sample(step, performance.now() - s0);
+        return a;
+      };
       const st: Login = {
         email: `perf-${fx.run}-${process.pid}-${++counter}@perf.test`,
         state: randomBytes(9).toString('base64url'),

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Overloaded, ServiceUnavailable } from '../errors.js';
 import { trackPoolQueue } from '../metrics.js';
+import { admitSigning } from './admission.js';
 import { signingInput, signWith, verifySignature, type JwtHeader, type JwtPayload } from './jwt.js';
 import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
 
@@ -16,7 +17,9 @@ export interface SignerOptions {
   threads: number;
   /** Hard bound on operations queued or running in the pool. */
   maxQueue: number;
-  /** Shed new operations that would wait longer than this for a thread (ms); 0 disables. */
+  /** Operations queued or running below which a new one is always admitted (see admission.ts). */
+  floor: number;
+  /** Shed new operations past the floor that would wait longer than this for a thread (ms); 0 disables. */
   maxWaitMs: number;
   verifyInPool: boolean;
 }
@@ -41,16 +44,9 @@ class BatchQueue<K extends VerifyKey, O> {
 
   get depth(): number { return this.queue.length + this.inFlight; }
 
-  /**
-   * False while a new operation would wait too long (or the hard bound is reached): for admission
-   * decisions. Up to one full batch is always admitted, so a burst at moderate load (a GC pause, a
-   * descheduled thread inflating the measured time per operation) is absorbed, not refused.
-   */
+  /** False while a new operation should be refused (src/tokens/admission.ts): for admission decisions. */
   accepting(): boolean {
-    const depth = this.depth;
-    if (depth >= this.opts.maxQueue) return false;
-    if (depth < MAX_BATCH) return true;
-    return this.opts.maxWaitMs === 0 || (depth / this.opts.threads) * this.perOpMs <= this.opts.maxWaitMs;
+    return admitSigning(this.depth, this.perOpMs, { floor: Math.max(MAX_BATCH, this.opts.floor), budgetMs: this.opts.maxWaitMs, hardMax: this.opts.maxQueue, threads: this.opts.threads });
   }
 
   /** Queues an operation; only the hard bound refuses here, admission (accepting) is the caller's call. */
@@ -104,7 +100,7 @@ export class Signer {
   private readonly spki = new Map<string, Uint8Array>();
 
   constructor(private readonly ring: KeyRing, opts: Partial<SignerOptions> = {}) {
-    const o: SignerOptions = { threads: 0, maxQueue: 192, maxWaitMs: 0, verifyInPool: false, ...opts };
+    const o: SignerOptions = { threads: 0, maxQueue: 1024, floor: 192, maxWaitMs: 0, verifyInPool: false, ...opts };
     if (o.threads > 0) {
       this.pool = new Piscina({
         filename: TASK_FILE, minThreads: o.threads, maxThreads: o.threads, idleTimeout: 60_000,

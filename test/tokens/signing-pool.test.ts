@@ -28,9 +28,9 @@ t.test('signing threads learn a rotated key on first use; every token verifies',
 });
 
 t.test('past the signing wait budget, /token sheds with a fast 503 and recovers', async (t) => {
-  // One thread and a 1 ms budget: once the first burst has measured what a signature costs, a burst
-  // queues past the one batch that is always admitted and past the predicted 1 ms wait; the rest is shed.
-  const srv = await startTestServer({ CRYPTO_THREADS: '1', CRYPTO_QUEUE_WAIT_MS: '1' });
+  // One thread, a floor of one batch (32) and a 1 ms budget: once the first burst has measured what a
+  // signature costs, a burst queues past the floor and past the predicted 1 ms wait; the rest is shed.
+  const srv = await startTestServer({ CRYPTO_THREADS: '1', CRYPTO_QUEUE_FLOOR: '32', CRYPTO_QUEUE_WAIT_MS: '1' });
   t.teardown(() => srv.close());
   const b = await setupTenant(srv, 'signing-shed');
   const burst = () => Promise.all(Array.from({ length: 160 }, () => postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' })));
@@ -38,7 +38,7 @@ t.test('past the signing wait budget, /token sheds with a fast 503 and recovers'
   // The pool is idle again: nothing ahead, so a lone request is served.
   const lone = await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' });
   t.equal(lone.status, 200, 'a request to an idle pool is served');
-  // A burst shorter than one batch is never refused, whatever the budget.
+  // A burst below the floor is never refused, whatever the budget.
   const small = await Promise.all(Array.from({ length: 20 }, () => postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' })));
   t.same([...new Set(small.map((r) => r.status))], [200], 'a burst of 20 is served in full');
   await Promise.all(small.map((r) => r.body?.cancel()));
@@ -55,4 +55,16 @@ t.test('past the signing wait budget, /token sheds with a fast 503 and recovers'
   await Promise.all(answers.filter((r) => !r.bodyUsed).map((r) => r.body?.cancel()));
   const later = await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' });
   t.equal(later.status, 200, 'served again once the queue has drained');
+});
+
+t.test('with the default floor, a burst the size of a closed loop of 128 connections is served in full', async (t) => {
+  // Concurrency is not overload (issue 19): the same 1 ms budget as above, default floor (192).
+  const srv = await startTestServer({ CRYPTO_THREADS: '1', CRYPTO_QUEUE_WAIT_MS: '1' });
+  t.teardown(() => srv.close());
+  const b = await setupTenant(srv, 'signing-floor');
+  const burst = () => Promise.all(Array.from({ length: 128 }, () => postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' })));
+  await Promise.all((await burst()).map((r) => r.body?.cancel()));
+  const answers = await burst();
+  t.same([...new Set(answers.map((r) => r.status))], [200], 'every request of the second burst is served');
+  await Promise.all(answers.map((r) => r.body?.cancel()));
 });
