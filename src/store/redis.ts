@@ -63,8 +63,6 @@ function clusterOptionsFor(options: RedisOptions, target: Extract<ReturnType<typ
     // Auto-pipelining groups commands by the slot of their first argument, which for EVAL is the script,
     // not a key: scripts on keys of different nodes would land in one pipeline and be refused.
     autoPipeliningIgnoredCommands: ['eval', 'evalsha'],
-    // Learn a promoted replica soon even when no command failed on the old master.
-    slotsRefreshInterval: 1000,
     enableOfflineQueue: !failFast,
     // Reconnect to the whole cluster (every startup node unreachable) with the role's backoff.
     clusterRetryStrategy: retryStrategy ?? backoff,

@@ -56,7 +56,8 @@ export async function removePrefix(url: string, prefix: string): Promise<void> {
   const single = target.kind === 'single' ? new Redis(target.url, nodeOptions) : undefined;
   (cluster ?? single)!.on('error', () => {});
   try {
-    await (cluster ?? single)!.connect();
+    // A cluster that a test already stopped may never settle connect(): give up after 5 s.
+    await Promise.race([(cluster ?? single)!.connect(), new Promise((_, reject) => setTimeout(() => reject(new Error('unreachable')), 5000).unref())]);
     for (const node of cluster ? cluster.nodes('master') : [single!]) {
       for (const pattern of patterns) {
         let cursor = '0';
