@@ -20,7 +20,8 @@ const PATH = '/api/admin/settings/refresh-token-sharding';
 t.test('a global reshard under load: no error, old-generation tokens revoked afterwards are inactive', async (t) => {
   const db = await isolatedDatabase();
   const srv = await startTestServer({ DATABASE_URL: db.url });
-  t.teardown(async () => { await srv.close(); await db.drop(); });
+  let stop = false;
+  t.teardown(async () => { stop = true; await srv.close(); await db.drop(); });
   const b = await setupTenant(srv, 'reshard');
   const platform = api(srv, await adminToken(srv, { tenantId: b.tenant_id, permissions: ['admin:*'], platform: true }));
   const rs = b.clients.resource_server;
@@ -43,7 +44,6 @@ t.test('a global reshard under load: no error, old-generation tokens revoked aft
   // Load: issuing, exchanging and introspecting, every answer recorded.
   const failures: string[] = [];
   const issued: string[] = [];
-  let stop = false;
   let requests = 0;
   const loop = async (fn: () => Promise<void>) => { while (!stop) { await fn().catch((err) => failures.push(String(err))); requests++; } };
   const loops = Promise.all([

@@ -27,7 +27,8 @@ t.test('a Redis Cluster master is killed under load: 503 while its slots are uns
   // again (production: after 2 min; here after 3 s so the test sees it).
   const worker = await startWebhookWorker(srv.config, createLogger('silent'), { relay: { pollMs: 100, overdueEveryMs: 1000, overdueGraceMs: 3000 } });
   const rx = await startReceiver();
-  t.teardown(async () => { await rx.close(); await worker.close(); await srv.close(); await db.drop(); await cluster.destroy(); });
+  let stop = false;
+  t.teardown(async () => { stop = true; await rx.close(); await worker.close(); await srv.close(); await db.drop(); await cluster.destroy(); });
 
   const b = await setupTenant(srv, 'failover');
   const admin = await adminToken(srv, { tenantId: b.tenant_id, permissions: ['admin:*'] });
@@ -54,7 +55,6 @@ t.test('a Redis Cluster master is killed under load: 503 while its slots are uns
 
   const answers: Answer[] = [];
   const createdUsers: string[] = [];
-  let stop = false;
   const rs = b.clients.resource_server;
   const loop = async (kind: Answer['kind'], fn: () => Promise<Response>) => {
     while (!stop) {
@@ -76,7 +76,9 @@ t.test('a Redis Cluster master is killed under load: 503 while its slots are uns
     loop('user', () => adminCall('POST', '/api/admin/users', { email: `u${n++}@failover.test` })),
   ]);
 
-  await waitFor(() => answers.filter((a) => a.status === 200).length >= 50 && createdUsers.length >= 3, 30_000);
+  const histogram = () => JSON.stringify(answers.reduce<Record<string, number>>((h, a) => { h[`${a.kind} ${a.status}`] = (h[`${a.kind} ${a.status}`] ?? 0) + 1; return h; }, {}));
+  await waitFor(() => answers.filter((a) => a.status === 200).length >= 50 && createdUsers.length >= 3, 60_000)
+    .catch((err) => { t.comment(`before the kill: ${histogram()}`); throw err; });
   const usersBefore = createdUsers.length;
   const killedAt = Date.now();
   cluster.kill(victim);
@@ -88,7 +90,7 @@ t.test('a Redis Cluster master is killed under load: 503 while its slots are uns
     const tail = after.slice(-40);
     return tail.length >= 40 && tail.every((a) => a.status === 200 || a.status === 201) && new Set(tail.map((a) => a.kind)).size >= 3
       && answers.filter((a) => a.kind === 'user' && a.status === 201 && a.start > promotedAt).length >= 3;
-  }, 60_000, 100);
+  }, 60_000, 100).catch((err) => { t.comment(`after the promotion: ${histogram()}`); throw err; });
   stop = true;
   await loops;
 
