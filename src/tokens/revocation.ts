@@ -65,7 +65,7 @@ export class RevocationStore {
    * The revocation check, plus one more key read in the same command (the introspection cache), so a
    * check costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster the MGET is split
    * by hash tag (sentinel, jti shard, tenant marks, cache entry: at most four) and the parts are sent
-   * together, auto-pipelined per node: still one round trip, to each node holding one of them.
+   * at once: still one round trip, to each node holding one of them in parallel.
    */
   async lookup(t: RevocationSubject, extraKey?: string): Promise<{ revoked: boolean; tenantRefused: boolean; extra: string | null }> {
     const key = RevocationStore.jtiKey(t.jti);

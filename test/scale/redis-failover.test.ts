@@ -90,7 +90,11 @@ t.test('a Redis Cluster master is killed under load: 503 while its slots are uns
     const tail = after.slice(-40);
     return tail.length >= 40 && tail.every((a) => a.status === 200 || a.status === 201) && new Set(tail.map((a) => a.kind)).size >= 3
       && answers.filter((a) => a.kind === 'user' && a.status === 201 && a.start > promotedAt).length >= 3;
-  }, 60_000, 100).catch((err) => { t.comment(`after the promotion: ${histogram()}`); throw err; });
+  }, 60_000, 100).catch(async (err) => {
+    const probe = await srv.deps.redis.get('rv:loaded').then((v) => `sentinel ${v}`, (e: Error) => `error ${e.message}`);
+    t.comment(`after the promotion: ${histogram()}; client ${srv.deps.redis.status}, ${probe}; nodes ${JSON.stringify(cluster.nodes())}`);
+    throw err;
+  });
   stop = true;
   await loops;
 
