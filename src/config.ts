@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { clusterUrl, parseRedisTarget } from './store/redis-url.js';
 
 /** The one validated, frozen configuration, read from the environment once at start and passed down. */
 export interface Config {
@@ -126,7 +127,12 @@ export function loadConfig(env: Env = process.env): Config {
   const redisPrefix = str('REDIS_PREFIX', 'svc:');
   if (!/^[A-Za-z0-9:_-]{1,64}$/.test(redisPrefix)) problems.push('REDIS_PREFIX must be 1 to 64 of A-Z a-z 0-9 : _ -');
 
-  const redisUrl = url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']);
+  // One server or a Redis Cluster (src/store/redis-url.ts); REDIS_CLUSTER_NODES names a cluster's nodes.
+  const redisAddress = (name: string, v: string): string => {
+    try { parseRedisTarget(v); } catch (err) { problems.push(`${name} ${(err as Error).message}`); }
+    return v;
+  };
+  const redisUrl = env.REDIS_CLUSTER_NODES ? redisAddress('REDIS_CLUSTER_NODES', clusterUrl(env.REDIS_CLUSTER_NODES)) : redisAddress('REDIS_URL', str('REDIS_URL', 'redis://127.0.0.1:6379'));
   const cpus = Math.max(1, os.availableParallelism());
   const config: Config = {
     env: nodeEnv as Config['env'],
@@ -138,7 +144,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 200),
     databaseReadUrl: env.DATABASE_READ_URL ? url('DATABASE_READ_URL', '', ['postgres:', 'postgresql:']) : undefined,
     redisUrl,
-    queueRedisUrl: env.QUEUE_REDIS_URL ? url('QUEUE_REDIS_URL', redisUrl, ['redis:', 'rediss:']) : redisUrl,
+    queueRedisUrl: env.QUEUE_REDIS_URL ? redisAddress('QUEUE_REDIS_URL', env.QUEUE_REDIS_URL) : redisUrl,
     redisPrefix,
     logLevel: str('LOG_LEVEL', nodeEnv === 'test' ? 'warn' : 'info'),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),

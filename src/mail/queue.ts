@@ -28,7 +28,7 @@ export interface ApprovalCodeJob {
 
 export type EmailJob = LoginCodeJob | ApprovalCodeJob;
 
-/** BullMQ prefix from config.redisPrefix ("svc:" -> "svc"), so tests and deployments sharing a Redis stay apart. */
+/** BullMQ prefix from config.redisPrefix ("svc:" -> "{svc}", see src/store/redis-keys.ts), so tests and deployments sharing a Redis stay apart. */
 export function emailQueuePrefix(config: Pick<Config, 'redisPrefix'>): string {
   return queuePrefix(config);
 }

@@ -117,13 +117,17 @@ export function channel(config: { redisPrefix: string }, name: string): string {
   return config.redisPrefix + name;
 }
 
-/** BullMQ prefix from config.redisPrefix ("svc:" -> "svc"), so tests and deployments sharing a Redis stay apart. */
+/**
+ * BullMQ prefix from config.redisPrefix ("svc:" -> "{svc}"), so tests and deployments sharing a Redis
+ * stay apart. In braces, as BullMQ requires on Redis Cluster: its scripts name several keys of a queue
+ * (`<prefix>:<queue>:wait`, `...:active`, ...), and the tag puts every queue of the deployment in one slot.
+ */
 export function queuePrefix(config: { redisPrefix: string }): string {
-  return config.redisPrefix.replace(/:+$/, '') || 'svc';
+  return `{${config.redisPrefix.replace(/:+$/, '') || 'svc'}}`;
 }
 
 /** Keys on the queue connection (no keyPrefix; the queue prefix is part of the key). */
 export const queueKeys = {
-  /** The outbox relay's marker that the queue holds what the outbox says it does (src/events/relay.ts). No tag: used alone. */
+  /** The outbox relay's marker that the queue holds what the outbox says it does (src/events/relay.ts). Used alone; the queue prefix's tag puts it with the queues. */
   relaySentinel: (config: { redisPrefix: string }) => `${queuePrefix(config)}:webhooks:relay-sentinel`,
 } as const;

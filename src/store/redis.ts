@@ -1,5 +1,6 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { parseRedisTarget } from './redis-url.js';
 
 /**
  * What a connection is for; each role has the one set of options it needs:
@@ -13,6 +14,12 @@ import type { Config } from '../config.js';
  * - `worker`: a BullMQ consumer; BullMQ requires maxRetriesPerRequest null there (it blocks on commands).
  * - `admin`: a short-lived connection of a CLI command (publish a notice, then disconnect).
  * The queue roles use QUEUE_REDIS_URL and no keyPrefix (BullMQ takes its own `prefix` option).
+ *
+ * Either address may name a Redis Cluster (`redis+cluster://host:port,host:port`, src/store/redis-url.ts):
+ * the same roles then get an ioredis `Cluster` with the same options (per-node options under
+ * redisOptions, keyPrefix and the offline queue on the cluster itself). A Cluster has the command
+ * interface of a Redis, so callers keep the `Redis` type; the few places that need to know (a
+ * multi-key read across slots, a pipeline over many slots, a SCAN of every master) ask `isCluster()`.
  */
 export type RedisRole = 'cache' | 'subscriber' | 'producer' | 'worker' | 'admin';
 
@@ -43,14 +50,109 @@ function optionsFor(config: RedisConfig, role: RedisRole): { url: string; option
 }
 
 /**
- * The one place a Redis connection is made. Connection errors are reported through the commands that
- * fail (and ioredis reconnects), so the 'error' event is consumed here; callers may add a listener to log it.
+ * Cluster options for a role: the role's per-node options, and on the cluster itself what it decides
+ * (keyPrefix, offline queue, auto-pipelining, lazy connection). While a master is down and its replica
+ * not yet promoted, commands for its slots fail (fail fast roles) or wait (workers); the client refreshes
+ * the slot map on MOVED, CLUSTERDOWN and connection loss, so it follows a failover by itself.
+ */
+function clusterOptionsFor(options: RedisOptions, target: Extract<ReturnType<typeof parseRedisTarget>, { kind: 'cluster' }>): ClusterOptions {
+  const { keyPrefix, enableOfflineQueue, enableAutoPipelining: _pipelining, lazyConnect, retryStrategy, ...node } = options;
+  const failFast = enableOfflineQueue === false;
+  return {
+    keyPrefix, lazyConnect,
+    // No auto-pipelining on a cluster: ioredis handles MOVED per pipeline, not per command, so after a
+    // failover an auto-pipeline kept getting MOVED and never learnt the new master (the failover test saw
+    // 503s for a minute; ioredis issue #2075). It also groups EVAL by its script text instead of its key.
+    // Concurrent commands are still written at once, one round trip in parallel per node.
+    enableAutoPipelining: false,
+    enableOfflineQueue: !failFast,
+    // Reconnect to the whole cluster (every startup node unreachable) with the role's backoff.
+    clusterRetryStrategy: retryStrategy ?? backoff,
+    // A fail-fast role gives up on a moved or unserved slot quickly (the caller answers 503); a worker waits.
+    retryDelayOnFailover: failFast ? 50 : 200,
+    retryDelayOnClusterDown: failFast ? 50 : 200,
+    retryDelayOnTryAgain: failFast ? 50 : 200,
+    maxRedirections: 16,
+    slotsRefreshTimeout: 2000,
+    redisOptions: {
+      ...node,
+      username: target.username, password: target.password,
+      ...(target.tls ? { tls: {} } : {}),
+    },
+  };
+}
+
+/**
+ * The one place a Redis connection is made (one server or a cluster, from the address). Connection
+ * errors are reported through the commands that fail (and ioredis reconnects), so the 'error' event is
+ * consumed here; callers may add a listener to log it.
  */
 export function createRedis(config: RedisConfig, role: RedisRole = 'cache', opts: { lazy?: boolean } = {}): Redis {
-  const { url, options } = optionsFor(config, role);
-  const redis = new Redis(url, opts.lazy === undefined ? options : { ...options, lazyConnect: opts.lazy });
+  const { url, options: base } = optionsFor(config, role);
+  const options = opts.lazy === undefined ? base : { ...base, lazyConnect: opts.lazy };
+  const target = parseRedisTarget(url);
+  if (target.kind === 'cluster') {
+    const cluster = new Cluster(target.nodes, clusterOptionsFor(options, target));
+    cluster.on('error', () => {});
+    cluster.on('node error', () => {});
+    // Same command interface; see the note on RedisRole.
+    return cluster as unknown as Redis;
+  }
+  const redis = new Redis(url, options);
   redis.on('error', () => {});
   return redis;
+}
+
+/** Whether a connection made by createRedis talks to a Redis Cluster. */
+export function isCluster(redis: Redis): boolean {
+  return (redis as unknown as { isCluster?: boolean }).isCluster === true;
+}
+
+/** The masters of a cluster (for a SCAN of every key), or the one server. */
+export function masters(redis: Redis): Redis[] {
+  return isCluster(redis) ? (redis as unknown as Cluster).nodes('master') : [redis];
+}
+
+/** The hash tag part of a key (what decides its cluster slot): the text in the first `{...}`, or the whole key. */
+export function hashTag(key: string): string {
+  const a = key.indexOf('{');
+  if (a < 0) return key;
+  const b = key.indexOf('}', a + 1);
+  return b > a + 1 ? key.slice(a + 1, b) : key;
+}
+
+/**
+ * MGET that works on a cluster: one MGET per hash tag, all sent at once (so one round trip, to each node
+ * concerned in parallel), answers in the order of `keys`. On one server, one MGET.
+ */
+export async function mgetAcrossSlots(redis: Redis, keys: string[]): Promise<(string | null)[]> {
+  if (!isCluster(redis)) return redis.mget(keys);
+  const groups = new Map<string, number[]>();
+  keys.forEach((k, i) => { const tag = hashTag(k); const g = groups.get(tag); if (g) g.push(i); else groups.set(tag, [i]); });
+  const out = new Array<string | null>(keys.length).fill(null);
+  await Promise.all([...groups.values()].map(async (idx) => {
+    const v = await redis.mget(idx.map((i) => keys[i]!));
+    idx.forEach((i, j) => { out[i] = v[j] ?? null; });
+  }));
+  return out;
+}
+
+/**
+ * SETs many keys (value, and a TTL in ms when given): one pipeline on one server; on a cluster, one
+ * command each, a thousand in flight at a time, as a cluster pipeline must stay within one slot.
+ */
+export async function setMany(redis: Redis, entries: Array<{ key: string; value: string; ttlMs?: number }>): Promise<void> {
+  if (isCluster(redis)) {
+    for (let i = 0; i < entries.length; i += 1000) {
+      await Promise.all(entries.slice(i, i + 1000).map((e) => (e.ttlMs === undefined ? redis.set(e.key, e.value) : redis.set(e.key, e.value, 'PX', e.ttlMs))));
+    }
+    return;
+  }
+  const p = redis.pipeline();
+  for (const e of entries) { if (e.ttlMs === undefined) p.set(e.key, e.value); else p.set(e.key, e.value, 'PX', e.ttlMs); }
+  const res = await p.exec();
+  const failed = res?.find(([err]) => err);
+  if (failed) throw failed[0];
 }
 
 /** Closes a connection: QUIT when it can be sent, a hard disconnect otherwise. */

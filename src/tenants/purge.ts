@@ -1,7 +1,7 @@
 import { Queue, Worker } from 'bullmq';
 import type { Deps } from '../deps.js';
 import type { AuditActor } from '../store/audit-log.js';
-import { closeRedis, createRedis } from '../store/redis.js';
+import { closeRedis, createRedis, hashTag, masters } from '../store/redis.js';
 import { queuePrefix, redisKeys } from '../store/redis-keys.js';
 import type { Sql } from '../store/sql.js';
 import { TenantRepository } from '../store/tenants.js';
@@ -48,17 +48,24 @@ export async function purgeTenantRows(sql: Sql, tenantId: string): Promise<numbe
   return total;
 }
 
-/** Deletes the tenant's Redis keys (SCAN, so no blocking KEYS). The keyPrefix is not applied to MATCH nor stripped from results. */
+/**
+ * Deletes the tenant's Redis keys (SCAN, so no blocking KEYS; on a cluster, SCAN of every master, and one
+ * DEL per hash tag since a DEL may not cross slots). The keyPrefix is not applied to MATCH nor stripped from results.
+ */
 export async function purgeTenantKeys(deps: Pick<Deps, 'redis' | 'config'>, tenantId: string): Promise<number> {
   const prefix = deps.config.redisPrefix;
   let n = 0;
-  for (const pattern of redisKeys.tenantKeyPatterns(tenantId)) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await deps.redis.scan(cursor, 'MATCH', prefix + pattern.replace(/[{}]/g, '\\$&'), 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) n += await deps.redis.del(...keys.map((k) => k.slice(prefix.length)));
-    } while (cursor !== '0');
+  for (const node of masters(deps.redis)) {
+    for (const pattern of redisKeys.tenantKeyPatterns(tenantId)) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', prefix + pattern.replace(/[{}]/g, '\\$&'), 'COUNT', 1000);
+        cursor = next;
+        const byTag = new Map<string, string[]>();
+        for (const k of keys) { const tag = hashTag(k); byTag.set(tag, [...(byTag.get(tag) ?? []), k.slice(prefix.length)]); }
+        for (const group of byTag.values()) n += await deps.redis.del(...group);
+      } while (cursor !== '0');
+    }
   }
   return n;
 }

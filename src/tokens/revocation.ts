@@ -3,6 +3,7 @@ import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
 import { redisKeys } from '../store/redis-keys.js';
+import { mgetAcrossSlots, setMany } from '../store/redis.js';
 import { listRefusedTenants } from '../store/tenants.js';
 import { parseJti } from './jti.js';
 
@@ -62,8 +63,9 @@ export class RevocationStore {
 
   /**
    * The revocation check, plus one more key read in the same command (the introspection cache), so a
-   * check costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster this MGET would be
-   * split by slot.
+   * check costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster the MGET is split
+   * by hash tag (sentinel, jti shard, tenant marks, cache entry: at most four) and the parts are sent
+   * at once: still one round trip, to each node holding one of them in parallel.
    */
   async lookup(t: RevocationSubject, extraKey?: string): Promise<{ revoked: boolean; tenantRefused: boolean; extra: string | null }> {
     const key = RevocationStore.jtiKey(t.jti);
@@ -75,7 +77,7 @@ export class RevocationStore {
         // The tenant's suspension mark rides in the same command (same `{t:<tenant>}` slot as the marks): no extra round trip.
         redisKeys.tenantSuspended(t.tenant)];
       if (extraKey !== undefined) keys.push(extraKey);
-      v = await this.redis.mget(keys);
+      v = await mgetAcrossSlots(this.redis, keys);
     } catch (err) {
       throw new RevocationUnavailable(err);
     }
@@ -123,7 +125,7 @@ export class RevocationStore {
    */
   async tenantRefused(tenant: string): Promise<boolean> {
     let v: (string | null)[];
-    try { v = await this.redis.mget(SENTINEL, redisKeys.tenantSuspended(tenant)); } catch (err) { throw new RevocationUnavailable(err); }
+    try { v = await mgetAcrossSlots(this.redis, [SENTINEL, redisKeys.tenantSuspended(tenant)]); } catch (err) { throw new RevocationUnavailable(err); }
     if (v[0] === null) {
       void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
@@ -167,23 +169,24 @@ export class RevocationStore {
         const rows = await this.sql<{ jti: string; expires_at: number }[]>`
           select jti, expires_at from revocations where expires_at > ${now} and jti > ${after} order by jti limit 5000`;
         if (!rows.length) break;
-        const p = this.redis.pipeline();
+        const entries: Array<{ key: string; value: string; ttlMs: number }> = [];
         for (const r of rows) {
           const key = RevocationStore.jtiKey(r.jti);
-          if (key) p.set(key, '1', 'PX', Math.max(1, r.expires_at - now));
+          if (key) entries.push({ key, value: '1', ttlMs: Math.max(1, r.expires_at - now) });
         }
-        await p.exec();
+        await setMany(this.redis, entries);
         count += rows.length;
         after = rows[rows.length - 1]!.jti;
       }
       const marks = await this.sql<{ tenant_id: string; subject_kind: MarkKind; subject_id: string; not_before: number; expires_at: number }[]>`
         select tenant_id, subject_kind, subject_id, not_before, expires_at from revocation_marks where expires_at > ${now}`;
-      const p = this.redis.pipeline();
-      for (const m of marks) p.set(RevocationStore.markKey(m.tenant_id, m.subject_kind, m.subject_id), String(m.not_before), 'PX', Math.max(1, m.expires_at - now));
       const refused = await listRefusedTenants(this.sql);
-      for (const r of refused) p.set(redisKeys.tenantSuspended(r.id), r.status);
-      p.set(SENTINEL, String(now));
-      await p.exec();
+      await setMany(this.redis, [
+        ...marks.map((m) => ({ key: RevocationStore.markKey(m.tenant_id, m.subject_kind, m.subject_id), value: String(m.not_before), ttlMs: Math.max(1, m.expires_at - now) })),
+        ...refused.map((r) => ({ key: redisKeys.tenantSuspended(r.id), value: r.status })),
+      ]);
+      // Last, and only once everything above is written: checks answer from here on.
+      await this.redis.set(SENTINEL, String(now));
        this.log.info({ revocations: count, marks: marks.length, refusedTenants: refused.length }, 'revocation state loaded into redis');
     } finally {
       await this.redis.del(REFILL_LOCK).catch(() => {});

@@ -13,7 +13,7 @@ export interface DeliveryJob {
   attempt: number;
 }
 
-/** BullMQ prefix from config.redisPrefix ("svc:" -> "svc"), so tests and deployments sharing a Redis stay apart. */
+/** BullMQ prefix from config.redisPrefix ("svc:" -> "{svc}", see src/store/redis-keys.ts), so tests and deployments sharing a Redis stay apart. */
 export function queuePrefix(config: Pick<Config, 'redisPrefix'>): string {
   return prefixOfQueues(config);
 }

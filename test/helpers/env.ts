@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import t from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
+import { parseRedisTarget } from '../../src/store/redis-url.js';
 
 /** A short random name so each test file gets its own tenant, Redis prefix and queue names. */
 export function uniqueName(label: string): string {
@@ -41,21 +42,35 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   });
 }
 
-/** Deletes every key under a prefix (queues included), with a client of its own that has no keyPrefix. */
+/**
+ * Deletes every key under a prefix (queues included: their prefix is the same in braces), with a client
+ * of its own that has no keyPrefix; on a cluster, on every master, one UNLINK per key (no cross-slot command).
+ */
 export async function removePrefix(url: string, prefix: string): Promise<void> {
-  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => null });
-  r.on('error', () => {});
+  const target = parseRedisTarget(url);
+  const patterns = [`${prefix}*`, `{${prefix.replace(/:+$/, '')}}*`];
+  const nodeOptions = { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000, retryStrategy: () => null };
+  const cluster = target.kind === 'cluster'
+    ? new Cluster(target.nodes, { lazyConnect: true, clusterRetryStrategy: () => null, redisOptions: { ...nodeOptions, username: target.username, password: target.password } })
+    : undefined;
+  const single = target.kind === 'single' ? new Redis(target.url, nodeOptions) : undefined;
+  (cluster ?? single)!.on('error', () => {});
   try {
-    await r.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length) await r.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    // A cluster that a test already stopped may never settle connect(): give up after 5 s.
+    await Promise.race([(cluster ?? single)!.connect(), new Promise((_, reject) => setTimeout(() => reject(new Error('unreachable')), 5000).unref())]);
+    for (const node of cluster ? cluster.nodes('master') : [single!]) {
+      for (const pattern of patterns) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+          if (keys.length) await Promise.all(keys.map((k) => node.unlink(k)));
+          cursor = next;
+        } while (cursor !== '0');
+      }
+    }
   } catch {
     // A private Redis that the test already stopped has nothing left to clean.
   } finally {
-    r.disconnect();
+    (cluster ?? single)!.disconnect();
   }
 }

@@ -102,3 +102,75 @@ export class PrivatePostgres {
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/** What ops/redis-cluster.mjs exports (plain JS, loaded at run time). */
+interface ClusterScript {
+  startCluster(o: { masters?: number; replicas?: number; nodeTimeoutMs?: number }): Promise<{ url: string; dir: string; ports: number[]; stop(): void }>;
+  describe(dir: string): Array<{ port: number; pid: number | null; role: string }>;
+}
+
+/**
+ * A private Redis Cluster (3 masters, 3 replicas by default) on free ports in a temp dir, started by
+ * ops/redis-cluster.mjs, for tests that break a cluster. Stopped by destroy().
+ */
+export class PrivateRedisCluster {
+  url = '';
+  dir = '';
+  ports: number[] = [];
+  private script: ClusterScript | undefined;
+
+  async start(opts: { masters?: number; replicas?: number; nodeTimeoutMs?: number } = {}): Promise<void> {
+    const file = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../ops/redis-cluster.mjs');
+    this.script = (await import(file)) as ClusterScript;
+    const c = await this.script.startCluster(opts);
+    Object.assign(this, { url: c.url, dir: c.dir, ports: c.ports });
+  }
+
+  /** Each node's port, pid and role (master, slave, or down). */
+  nodes(): Array<{ port: number; pid: number | null; role: string }> {
+    return this.script!.describe(this.dir);
+  }
+
+  /** The master serving a key (as stored, keyPrefix included), from CLUSTER KEYSLOT and CLUSTER SLOTS. */
+  masterOf(key: string): number {
+    const port = this.ports.find((p) => /^master/.test(spawnSync('redis-cli', ['-p', String(p), 'role'], { encoding: 'utf8' }).stdout))!;
+    const slot = Number(spawnSync('redis-cli', ['-p', String(port), 'cluster', 'keyslot', key], { encoding: 'utf8' }).stdout.trim());
+    const lines = spawnSync('redis-cli', ['-p', String(port), 'cluster', 'nodes'], { encoding: 'utf8' }).stdout.trim().split('\n');
+    for (const l of lines) {
+      const f = l.split(' ');
+      if (!/master/.test(f[2]!) || /fail/.test(f[2]!)) continue;
+      for (const range of f.slice(8)) {
+        const [a, b] = range.split('-').map(Number);
+        if (slot >= a! && slot <= (b ?? a)!) return Number(f[1]!.split(':')[1]!.split('@')[0]);
+      }
+    }
+    throw new Error(`no master serves slot ${slot}`);
+  }
+
+  /** The replica of a master (by port), from CLUSTER NODES. */
+  replicaOf(masterPort: number): number {
+    const lines = spawnSync('redis-cli', ['-p', String(masterPort), 'cluster', 'nodes'], { encoding: 'utf8' }).stdout.trim().split('\n');
+    const id = lines.find((l) => l.split(' ')[1]!.startsWith(`127.0.0.1:${masterPort}@`))!.split(' ')[0];
+    const r = lines.find((l) => l.split(' ')[3] === id);
+    if (!r) throw new Error(`master ${masterPort} has no replica`);
+    return Number(r.split(' ')[1]!.split(':')[1]!.split('@')[0]);
+  }
+
+  /** SIGKILLs one node (its pid from its pidfile). */
+  kill(port: number): void {
+    const n = this.nodes().find((x) => x.port === port);
+    if (n?.pid) process.kill(n.pid, 'SIGKILL');
+  }
+
+  role(port: number): string {
+    return spawnSync('redis-cli', ['-p', String(port), 'role'], { encoding: 'utf8', timeout: 2000 }).stdout.split('\n')[0] || 'down';
+  }
+
+  async destroy(): Promise<void> {
+    if (!this.dir) return;
+    const dir = this.dir;
+    this.dir = '';
+    for (const n of this.script!.describe(dir)) if (n.pid) { try { process.kill(n.pid, 'SIGKILL'); } catch { /* gone */ } }
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
