@@ -146,7 +146,8 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function consent(req: HttpRequest): Promise<Reply> {
-    let json = false;
+    // A body that is not a form (JSON, or unreadable) is answered in JSON, as is a client asking for it.
+    let json = !(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded') || wantsJson(req);
     try {
       const { form, data } = readBody(req);
       json = !form || wantsJson(req);
