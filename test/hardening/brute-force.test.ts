@@ -27,7 +27,8 @@ let stdout = '';
 proc.stdout!.on('data', (d) => { stdout += d; });
 proc.stderr!.on('data', () => {});
 t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
-await waitFor(() => stdout.includes('svc listening'), 30_000, 50);
+// The cluster's processes start; on a loaded CI machine that took over 30 s once.
+await waitFor(() => stdout.includes('svc listening'), 60_000, 50);
 
 /** One request on a new connection (no keep-alive), so either HTTP process may take it. */
 function fresh(method: string, p: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: any }> {

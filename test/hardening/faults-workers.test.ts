@@ -40,7 +40,8 @@ let stdout = '';
 proc.stdout!.on('data', (d) => { stdout += d; });
 proc.stderr!.on('data', () => {});
 t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
-await waitFor(() => stdout.includes('svc listening'), 30_000, 50);
+// Five processes start (two HTTP, three queue workers); under a loaded CI machine that took over 30 s once.
+await waitFor(() => stdout.includes('svc listening'), 60_000, 50);
 const base = `http://127.0.0.1:${port}`;
 
 /** The supervisor's children by role (SVC_ROLE in their environment). */
