@@ -189,11 +189,13 @@ async function test() {
   const redis = await testRedis(storage);
   process.on('exit', () => redis.stop());
   storage.REDIS_URL = redis.url;
-  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: process.env.QUEUE_REDIS_URL ?? storage.REDIS_URL, NODE_ENV: 'test' };
+  // test:long: the heavier variants (more fuzz runs per operation), on the fuzz files unless files are named.
+  const long = mode === 'test:long';
+  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: process.env.QUEUE_REDIS_URL ?? storage.REDIS_URL, NODE_ENV: 'test', ...(long ? { FUZZ_RUNS: process.env.FUZZ_RUNS ?? '40' } : {}) };
   if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');
-  const files = extra.length ? extra : ['dist/test/**/*.test.js'];
+  const files = extra.length ? extra : long ? ['dist/test/hardening/fuzz-openapi.test.js'] : ['dist/test/**/*.test.js'];
   const tap = path.join(root, 'node_modules', '.bin', 'tap');
-  const args = ['--disable-coverage', '--reporter=tap', '--timeout=120', '--jobs=2', ...files];
+  const args = ['--disable-coverage', '--reporter=tap', `--timeout=${long ? 900 : 120}`, '--jobs=2', ...files];
   const logFile = path.join(dataDir, extra.length ? `test-run-${process.pid}.tap` : 'last-test-run.tap');
   fs.mkdirSync(dataDir, { recursive: true });
   const log = fs.createWriteStream(logFile);
@@ -237,6 +239,6 @@ async function perf() {
   child.on('exit', (code) => process.exit(code ?? 1));
 }
 
-const modes = { start, test, perf, profile: perf };
+const modes = { start, test, 'test:long': test, perf, profile: perf };
 if (!modes[mode]) { console.error(`usage: node ops/run.mjs ${Object.keys(modes).join('|')}`); process.exit(2); }
 modes[mode]().catch((err) => { say(err.message); process.exit(1); });

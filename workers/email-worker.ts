@@ -31,7 +31,12 @@ export async function startEmailWorker(config: Config, log: Logger): Promise<Run
     const mail = d.template === 'login_code' ? loginCodeMail(code, d.clientName, d.expiresInSeconds) : approvalCodeMail(code, d.requestId, d.expiresInSeconds);
     await transport.sendMail({ from: config.mailFrom, to: d.to, subject: mail.subject, text: mail.text, html: mail.html });
     return 'sent';
-  }, { connection, prefix: emailQueuePrefix(config), concurrency: config.emailConcurrency });
+  }, {
+    connection, prefix: emailQueuePrefix(config), concurrency: config.emailConcurrency,
+    // A one-time code is useful for minutes: a crashed worker's active jobs are found stalled and run
+    // again within about 15 s (BullMQ's defaults, 30 s + 30 s, let a code arrive a minute late).
+    lockDuration: 10_000, stalledInterval: 5_000, maxStalledCount: 5,
+  });
   worker.on('error', (err) => log.warn({ err: err.message }, 'email worker error'));
   // Never log the address or the code: the job id is enough to correlate.
   worker.on('failed', (job, err) => log.warn({ job: job?.id, attempts: job?.attemptsMade, err: err.message }, 'email job failed'));

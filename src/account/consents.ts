@@ -22,7 +22,7 @@ export function consentRoutes(deps: Deps): Route[] {
     method: 'GET', path: '/api/user/consents', iface: 'admin',
     doc: { summary: 'The signed-in user\'s consents to applications', tags: ['account'], security: 'bearer', responses: { 200: 'login.consent-list' }, errors: [401] },
     handler: async (req) => {
-      const p = await userBearer(deps, req);
+      const p = await userBearer(deps, req, deps.config.issuer);
       const rows = await deps.store.forTenant(p.tenant).consents.listForUser(p.sub!);
       return { headers: { 'Cache-Control': 'no-store' }, body: { consents: rows.map(consentView), total: rows.length } };
     },
@@ -30,7 +30,7 @@ export function consentRoutes(deps: Deps): Route[] {
     method: 'DELETE', path: '/api/user/consents/:id', iface: 'admin', body: 'none',
     doc: { summary: 'Withdraw a consent: the application\'s refresh and access tokens for the caller stop working', tags: ['account'], security: 'bearer', responses: { 204: null }, errors: [401, 404] },
     handler: async (req) => {
-      const p = await userBearer(deps, req);
+      const p = await userBearer(deps, req, deps.config.issuer);
       await revokeConsent(deps, String(p.tenant), p.sub!, req.params.id!);
       return { status: 204, headers: { 'Cache-Control': 'no-store' } };
     },

@@ -10,16 +10,26 @@ import type { Route } from '../http/types.js';
 import type { CheckKeyRow } from '../store/check-api-keys.js';
 import { checkKeyHashKey, findPresentedKey, type Operation } from './keys.js';
 import { consume } from './rate-limit.js';
+import { redisKeys } from '../store/redis-keys.js';
+import { recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
 
 type CheckItem = SchemaTypes['check.check-request'];
 type CheckAnswer = SchemaTypes['check.check-result'];
+
+/** Invalid check API keys allowed per client IP per minute (every process, Redis). */
+export const CHECK_KEY_FAILURES = { limit: 30, windowMs: 60_000 };
 
 /** Authenticates the check API key, checks the operation is allowed, then charges its rate limit. */
 async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op: Operation, cost: number): Promise<CheckKeyRow> {
   const presented = bearerToken(req);
   if (presented === undefined) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
+  const budget = [{ key: redisKeys.checkKeyFailIp(req.ip || 'unknown'), ...CHECK_KEY_FAILURES }];
+  await refuseWhenSpent(deps.redis, budget, 'Too many invalid check API keys from this address. Try again later.');
   const key = await findPresentedKey(deps.sql, hashKey, presented);
-  if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) throw new Unauthorized('unauthorized', 'The check API key is not valid.');
+  if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) {
+    await recordFailure(deps.redis, budget);
+    throw new Unauthorized('unauthorized', 'The check API key is not valid.');
+  }
   if (!key.allowed_operations.includes(op)) throw new Forbidden('forbidden', `This key may not use the ${op} operation.`);
   await consume(deps.redis, key.id, key.rate_limit_tier, cost);
   return key;

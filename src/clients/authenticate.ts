@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { decodeJwt, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import type { SigningAlg } from '../tokens/keys.js';
 import { redisKeys } from '../store/redis-keys.js';
+import { recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
 import { secretMatches } from '../tokens/secrets.js';
 import type { ClientCache } from './cache.js';
 import type { Client } from './model.js';
@@ -61,11 +62,16 @@ export async function authenticateClient(ctx: ClientAuthContext, req: HttpReques
   return checkAssertion(ctx, assertion, typeof form.client_id === 'string' ? form.client_id : undefined);
 }
 
+/** Wrong secrets allowed per client id in 10 minutes (every process, Redis); past it the client's secret is not checked until the window ends. */
+export const CLIENT_SECRET_FAILURES = { limit: 20, windowMs: 600_000 };
+
 async function checkSecret(ctx: ClientAuthContext, id: string, secret: string): Promise<Client> {
+  const budget = [{ key: redisKeys.clientAuthFail(id.slice(0, 200)), ...CLIENT_SECRET_FAILURES }];
+  await refuseWhenSpent(ctx.redis, budget, 'Too many failed authentications for this client. Try again later.');
   const client = await ctx.clients.get(id);
   // Compare even for unknown clients so timing does not reveal which client ids exist.
   const ok = secretMatches(ctx.secretKey, secret, client?.secretHash ?? null);
-  if (!client || !ok) throw invalid();
+  if (!client || !ok) { await recordFailure(ctx.redis, budget); throw invalid(); }
   // A client registered for Basic may also post its secret, and vice versa (both are secret-based).
   if (client.authMethod !== 'client_secret_basic' && client.authMethod !== 'client_secret_post') throw invalid();
   if (client.status !== 'active') throw new Forbidden('client_disabled', 'The client is disabled.');

@@ -7,8 +7,9 @@ import { JwtError, type JwtPayload } from '../tokens/jwt.js';
 /**
  * An end user's access token from `Authorization: Bearer`: signature, expiry and revocation checked.
  * Only tokens issued to a user (a login, so carrying auth_time) qualify, not client_credentials tokens.
+ * With `audience`, the token's aud must include it (a token minted for another resource is refused).
  */
-export async function userBearer(deps: Deps, req: HttpRequest): Promise<JwtPayload> {
+export async function userBearer(deps: Deps, req: HttpRequest, audience?: string): Promise<JwtPayload> {
   const token = bearerToken(req);
   if (token === undefined) throw new Unauthorized('unauthorized', 'A Bearer access token is required.');
   let p: JwtPayload;
@@ -22,5 +23,8 @@ export async function userBearer(deps: Deps, req: HttpRequest): Promise<JwtPaylo
     throw new Unauthorized('token_revoked', 'The access token has been revoked.');
   }
   if (typeof p.auth_time !== 'number' || typeof p.sub !== 'string' || typeof p.tenant !== 'string') throw new Unauthorized('unauthorized', 'The access token was not issued to a signed-in user.');
+  if (audience !== undefined && !(Array.isArray(p.aud) ? p.aud : [p.aud]).includes(audience)) {
+    throw new Unauthorized('unauthorized', 'The access token is not for this API (its audience must include the issuer).');
+  }
   return p;
 }

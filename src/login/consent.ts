@@ -18,14 +18,25 @@ export async function hasConsent(deps: Deps, client: Client, userId: string, sco
     return true;
   }
   if (!cached) {
-    granted = await deps.store.forTenant(client.tenantId).consents.find(userId, client.clientId);
-    if (granted) await deps.redis.set(key, JSON.stringify(granted), 'EX', LOGIN.consentCacheSeconds).catch(() => {});
+    const found = await deps.store.forTenant(client.tenantId).consents.find(userId, client.clientId);
+    granted = found?.scopes ?? null;
+    const left = found?.expiresAt == null ? LOGIN.consentCacheSeconds : Math.floor((found.expiresAt - Date.now()) / 1000);
+    if (granted && left > 0) await deps.redis.set(key, JSON.stringify(granted), 'EX', Math.min(LOGIN.consentCacheSeconds, left)).catch(() => {});
   }
   return !!granted && scopes.every((s) => granted!.includes(s));
 }
 
+/**
+ * Records the user's consent to `scopes` (all the page showed: it has no per-scope choice, so they are
+ * the selected scopes of this grant). It lapses after the tenant's `consent_ttl` seconds when set; the
+ * cache entry never outlives it.
+ */
 export async function grantConsent(deps: Deps, client: Client, userId: string, scopes: string[]): Promise<string[]> {
-  const granted = await deps.store.forTenant(client.tenantId).consents.upsert({ userId, clientId: client.clientId, scopes, policy: LOGIN.policyVersions });
-  await deps.redis.set(redisKeys.consent(client.tenantId, userId, client.clientId), JSON.stringify(granted), 'EX', LOGIN.consentCacheSeconds).catch(() => {});
+  const { settings } = await deps.tokens.tenantSettings.get(client.tenantId);
+  const ttl = settings.consent_ttl;
+  const expiresAt = ttl === undefined ? null : Date.now() + ttl * 1000;
+  const granted = await deps.store.forTenant(client.tenantId).consents.upsert({ userId, clientId: client.clientId, scopes, expiresAt, policy: LOGIN.policyVersions });
+  const cacheFor = Math.min(LOGIN.consentCacheSeconds, ttl ?? Infinity);
+  await deps.redis.set(redisKeys.consent(client.tenantId, userId, client.clientId), JSON.stringify(granted), 'EX', cacheFor).catch(() => {});
   return granted;
 }

@@ -9,6 +9,10 @@ export const LOGIN = {
   codeTtlSeconds: 300,
   /** Wrong guesses after which a code is burned (the last one burns it). */
   codeMaxAttempts: 5,
+  /** Failed code verifications (wrong, burned or no code) allowed per address and per client IP in 15 minutes, across codes and processes. */
+  verifyFailuresPerAddress: 20,
+  verifyFailuresPerIp: 100,
+  verifyFailureWindowSeconds: 900,
   /** Codes sent to one address per window. */
   perAddressLimit: 5,
   perAddressWindowSeconds: 600,

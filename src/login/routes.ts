@@ -17,6 +17,9 @@ import { originOf, redirectTo } from './redirect.js';
 import { failure, formString, readBody, wantsJson } from './respond.js';
 import { createSession, readSession, sessionCookie } from './sessions.js';
 import { loginUser, recordLoginFailure } from './users.js';
+import { emailHash } from './keys.js';
+import { loginKeys } from '../store/redis-keys.js';
+import { recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -80,9 +83,17 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   /** Checks the code and signs the user in; failures are recorded as auth.login_failed. */
-  async function signIn(email: string, code: string): Promise<{ cookie: string; sub: string; authTime: number; tenantId: string }> {
+  async function signIn(email: string, code: string, ip: string): Promise<{ cookie: string; sub: string; authTime: number; tenantId: string }> {
+    // Guessing across codes: failures per address and per client IP are budgeted in Redis (every process).
+    const windowMs = LOGIN.verifyFailureWindowSeconds * 1000;
+    const budgets = [
+      { key: loginKeys.otpFailAddress(emailHash(email)), limit: LOGIN.verifyFailuresPerAddress, windowMs },
+      { key: loginKeys.otpFailIp(ip || 'unknown'), limit: LOGIN.verifyFailuresPerIp, windowMs },
+    ];
+    await refuseWhenSpent(deps.redis, budgets, 'Too many failed sign-in attempts. Try again later.');
     const outcome = await verifyCode(ctx, email, code);
     if (!outcome.ok) {
+      await recordFailure(deps.redis, budgets);
       if (outcome.tenantId && outcome.clientId) {
         await recordLoginFailure(deps, { tenantId: outcome.tenantId, clientId: outcome.clientId, email: normalizeEmail(email), reason: outcome.reason })
           .catch((err) => deps.log.warn({ err: (err as Error).message }, 'login failure event not recorded'));
@@ -104,7 +115,7 @@ export function loginRoutes(deps: Deps): Route[] {
       const email = formString(data, 'email')?.trim() ?? '';
       const code = formString(data, 'code')?.trim() ?? '';
       try {
-        const s = await signIn(email, code);
+        const s = await signIn(email, code, req.ip);
         if (s.tenantId !== it.request.tenantId) throw new InvalidCode();
         return { status: 303, headers: { Location: resumeUrl(it), ...NO_STORE }, cookies: [s.cookie] };
       } catch (err) {
@@ -116,7 +127,7 @@ export function loginRoutes(deps: Deps): Route[] {
       }
     }
     validate(validatorFor('login.email-code-verify'), data);
-    const s = await signIn(String(data.email), String(data.code).trim());
+    const s = await signIn(String(data.email), String(data.code).trim(), req.ip);
     const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
     return {
       headers: NO_STORE, cookies: [s.cookie],
@@ -146,7 +157,8 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function consent(req: HttpRequest): Promise<Reply> {
-    let json = false;
+    // A body that is not a form (JSON, or unreadable) is answered in JSON, as is a client asking for it.
+    let json = !(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded') || wantsJson(req);
     try {
       const { form, data } = readBody(req);
       json = !form || wantsJson(req);

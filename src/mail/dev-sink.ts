@@ -35,6 +35,9 @@ export function startSmtpSink(opts: { port?: number; host?: string; onMessage?: 
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
       server.off('error', reject);
+      // A sender that dies mid-session (a killed email worker) resets its connection: that is its
+      // problem, not the sink's, which must keep serving (unhandled, the error ended the process).
+      server.on('error', () => {});
       const addr = server.server.address();
       resolve({ port: typeof addr === 'object' && addr ? addr.port : 0, messages, close: () => new Promise((r) => server.close(() => r())) });
     });

@@ -9,6 +9,8 @@ export interface ConsentRow {
 
 export interface ConsentInput {
   userId: string; clientId: string; scopes: string[];
+  /** Epoch ms when the consent lapses (tenant setting consent_ttl), or null for never. */
+  expiresAt?: number | null;
   policy: { privacyPolicyVersion: string; tosVersion: string; consentVersion: number };
 }
 
@@ -16,26 +18,33 @@ export interface ConsentInput {
 export class ConsentRepository {
   constructor(private readonly db: Db, private readonly tenantId: string) {}
 
-  /** Records (or widens) a user's consent to a client; returns the scopes now consented. */
+  /**
+   * Records (or widens) a user's consent to a client; returns the scopes now consented. `scopes` keeps the
+   * union of everything ever consented, `selected_scopes` what the user approved at this grant. An expired
+   * consent is replaced, not widened.
+   */
   async upsert(c: ConsentInput): Promise<string[]> {
     const [row] = await this.db<{ scopes: string[] }[]>`
-      insert into consents (id, tenant_id, user_id, client_id, scopes, privacy_policy_version, tos_version, consent_version)
-      values (${newId('cns')}, ${this.tenantId}, ${c.userId}, ${c.clientId}, ${c.scopes},
+      insert into consents (id, tenant_id, user_id, client_id, scopes, selected_scopes, expires_at, privacy_policy_version, tos_version, consent_version)
+      values (${newId('cns')}, ${this.tenantId}, ${c.userId}, ${c.clientId}, ${c.scopes}, ${c.scopes}, ${c.expiresAt ?? null},
               ${c.policy.privacyPolicyVersion}, ${c.policy.tosVersion}, ${c.policy.consentVersion})
       on conflict (tenant_id, user_id, client_id) do update set
-        scopes = (select array_agg(distinct s order by s) from unnest(consents.scopes || excluded.scopes) s),
-        granted_at = case when excluded.scopes <@ consents.scopes then consents.granted_at else now_ms() end,
+        scopes = case when consents.expires_at is not null and consents.expires_at <= now_ms() then excluded.scopes
+                 else (select array_agg(distinct s order by s) from unnest(consents.scopes || excluded.scopes) s) end,
+        selected_scopes = excluded.selected_scopes,
+        expires_at = excluded.expires_at,
+        granted_at = case when excluded.scopes <@ consents.scopes and (consents.expires_at is null or consents.expires_at > now_ms()) then consents.granted_at else now_ms() end,
         privacy_policy_version = excluded.privacy_policy_version, tos_version = excluded.tos_version, consent_version = excluded.consent_version
       returning scopes`;
     return row!.scopes;
   }
 
-  /** The scopes a user consented to for a client, or null when none (or expired). */
-  async find(userId: string, clientId: string): Promise<string[] | null> {
+  /** The scopes a user consented to for a client and when that lapses, or null when none (or expired). */
+  async find(userId: string, clientId: string): Promise<{ scopes: string[]; expiresAt: number | null } | null> {
     const [row] = await this.db<{ scopes: string[]; expires_at: number | null }[]>`
       select scopes, expires_at from consents where tenant_id = ${this.tenantId} and user_id = ${userId} and client_id = ${clientId}`;
     if (!row || (row.expires_at !== null && Number(row.expires_at) <= Date.now())) return null;
-    return row.scopes;
+    return { scopes: row.scopes, expiresAt: row.expires_at === null ? null : Number(row.expires_at) };
   }
 
   /** A user's consents, newest first, with the client's name (the client of this tenant only). */

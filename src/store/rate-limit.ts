@@ -31,3 +31,29 @@ export async function hitLimits(redis: Redis, limits: WindowLimit[], message: st
   results.forEach(([n, ttl], i) => { if (n > limits[i]!.limit) retry = Math.max(retry, Math.ceil(ttl / 1000)); });
   if (retry > 0) throw new RateLimited(Math.max(1, retry), message);
 }
+
+/**
+ * A failure budget (brute-force guard) shared by every process through Redis: `refuseWhenSpent` throws
+ * 429 rate_limit_exceeded with Retry-After once `limit` failures were recorded in the window, before the
+ * credential is even looked at, and `recordFailure` counts one. Fails closed like hitLimits.
+ */
+export interface FailureBudget { key: string; limit: number; windowMs: number }
+
+export async function refuseWhenSpent(redis: Redis, budgets: FailureBudget[], message: string): Promise<void> {
+  let counts: Array<[string | null, number]>;
+  try {
+    counts = await Promise.all(budgets.map(async (b) => {
+      const [[, n], [, ttl]] = (await redis.multi().get(b.key).pttl(b.key).exec()) as [[null, string | null], [null, number]];
+      return [n, ttl] as [string | null, number];
+    }));
+  } catch (err) {
+    throw new ServiceUnavailable('Rate limit state cannot be read.', 1, err);
+  }
+  let retry = 0;
+  counts.forEach(([n, ttl], i) => { if (Number(n ?? 0) >= budgets[i]!.limit) retry = Math.max(retry, Math.ceil(Math.max(ttl, 1000) / 1000)); });
+  if (retry > 0) throw new RateLimited(retry, message);
+}
+
+export async function recordFailure(redis: Redis, budgets: FailureBudget[]): Promise<void> {
+  await Promise.all(budgets.map((b) => redis.eval(SCRIPT, 1, b.key, String(b.windowMs), '1'))).catch(() => {});
+}

@@ -54,6 +54,13 @@ export const redisKeys = {
   rateAddress: (emailHash: string) => `rl:otp:addr:${emailHash}`,
   /** Code requests per client IP (rate-limit script, one key per call). No tag needed. */
   rateIp: (ip: string) => `rl:otp:ip:${ip}`,
+  /** Failed code verifications per address / per client IP (failure budget, src/store/rate-limit.ts). No tag needed. */
+  otpFailAddress: (emailHash: string) => `bf:otp:addr:${emailHash}`,
+  otpFailIp: (ip: string) => `bf:otp:ip:${ip}`,
+  /** Failed client secret checks per client id (failure budget). No tag needed. */
+  clientAuthFail: (clientId: string) => `bf:client:${clientId}`,
+  /** Unknown or invalid check API keys per client IP (failure budget). No tag needed. */
+  checkKeyFailIp: (ip: string) => `bf:ck:ip:${ip}`,
   /** A pending authorization request while the user signs in. Used alone; no tag needed. */
   interaction: (id: string) => `ia:${id}`,
   /** A login session, under the hash of its cookie value. Used alone; no tag needed. */
@@ -98,6 +105,7 @@ export const redisKeys = {
 /** The login keys, by their old name (src/login/keys.ts re-exports them). */
 export const loginKeys = {
   otp: redisKeys.otp, rateAddress: redisKeys.rateAddress, rateIp: redisKeys.rateIp, interaction: redisKeys.interaction,
+  otpFailAddress: redisKeys.otpFailAddress, otpFailIp: redisKeys.otpFailIp,
   session: redisKeys.session, authCode: redisKeys.authCode, authCodeUsed: redisKeys.authCodeUsed,
   authCodeIssued: redisKeys.authCodeIssued, authCodeReplayed: redisKeys.authCodeReplayed, consent: redisKeys.consent,
 } as const;

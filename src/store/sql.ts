@@ -1,6 +1,43 @@
 import postgres from 'postgres';
 import type { Config } from '../config.js';
 
+// postgres.js's own array codec (not in its exports map, so loaded by path next to its entry point).
+const { arrayParser, arraySerializer } = await import(new URL('./types.js', import.meta.resolve('postgres')).href) as {
+  arrayParser: (x: string, parser: ((x: string) => unknown) | undefined, typarray: number) => unknown;
+  arraySerializer: (xs: unknown[], serializer: ((x: unknown) => string) | undefined, options: unknown, typarray: number) => string;
+};
+
+/**
+ * Built-in element type OID -> its array type OID (fixed in pg_type.dat since Postgres 8; we use no
+ * array of a user-defined type). Registered once per client instead of postgres.js's per-connection
+ * `fetch_types` query, which runs in a promise nobody awaits: a connection cut between the handshake
+ * and that query surfaced as an unhandled rejection and crashed the process (test/ops/pg-handshake-flap).
+ */
+const ARRAY_TYPES: Record<number, number> = {
+  16: 1000, 17: 1001, 18: 1002, 19: 1003, 20: 1016, 21: 1005, 23: 1007, 25: 1009, 26: 1028, 114: 199, 700: 1021, 701: 1022,
+  1042: 1014, 1043: 1015, 1082: 1182, 1114: 1115, 1184: 1185, 1700: 1231, 2950: 2951, 3802: 3807,
+};
+
+interface PgOptions {
+  parsers: Record<number, ((x: string) => unknown) & { array?: boolean }>;
+  serializers: Record<number, (x: unknown) => string>;
+  shared: { typeArrayMap: Record<number, number> };
+}
+
+/** What postgres.js's addArrayType does for each fetched type, done once with the static table. */
+function registerArrayTypes(options: PgOptions): void {
+  for (const [oidText, typarray] of Object.entries(ARRAY_TYPES)) {
+    const oid = Number(oidText);
+    if (options.parsers[typarray] && options.serializers[typarray]) continue;
+    const parser = options.parsers[oid];
+    options.shared.typeArrayMap[oid] = typarray;
+    const parse = ((xs: string) => arrayParser(xs, parser, typarray)) as ((x: string) => unknown) & { array?: boolean };
+    parse.array = true;
+    options.parsers[typarray] = parse;
+    options.serializers[typarray] = (xs) => arraySerializer(xs as unknown[], options.serializers[oid], options, typarray);
+  }
+}
+
 export type Sql = postgres.Sql<Record<string, never>>;
 export type TxSql = postgres.TransactionSql<Record<string, never>>;
 /** The pool or a transaction: what a repository runs its statements on. */
@@ -9,8 +46,9 @@ export type Db = Sql | TxSql;
 /** The one Postgres client of a process. Values only through tagged templates. */
 export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'>, opts: { max?: number } = {}): Sql {
   const { url, path } = unixSocket(config.databaseUrl);
-  return postgres(url, {
+  const sql = postgres(url, {
     ...(path ? { path } : {}),
+    fetch_types: false,
     max: opts.max ?? config.databasePoolSize,
     idle_timeout: 30,
     connect_timeout: 5,
@@ -19,7 +57,9 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     types: { bigint: { to: 20, from: [20], serialize: (x: number | bigint) => String(x), parse: (x: string) => Number(x) } },
     transform: { undefined: null },
     connection: { application_name: 'svc' },
-  }) as unknown as Sql;
+  });
+  registerArrayTypes(sql.options as unknown as PgOptions);
+  return sql as unknown as Sql;
 }
 
 /**

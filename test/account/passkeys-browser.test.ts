@@ -217,7 +217,7 @@ if (!fs.existsSync(CHROMIUM)) {
     const page = await context.newPage();
     const email = uniqueEmail('consent');
     const landed = await emailSignIn(page, email, web.client_id, 'openid email offline_access');
-    const tok = await j(await postForm(`${base}/token`, web, { grant_type: 'authorization_code', code: landed.searchParams.get('code')!, redirect_uri: callback }));
+    const tok = await j(await postForm(`${base}/token`, web, { grant_type: 'authorization_code', code: landed.searchParams.get('code')!, redirect_uri: callback, audience: base }));
     const list = await j(await fetch(`${base}/api/user/consents`, { headers: { authorization: `Bearer ${tok.access_token}` } }));
     t.equal(list.total, 1);
     const bearerPatch = await fetch(`${base}/api/account/passkeys/pk_any`, { method: 'PATCH', headers: { authorization: `Bearer ${tok.access_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ device_name: 'x' }) });

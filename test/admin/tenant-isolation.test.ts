@@ -39,9 +39,11 @@ const bHook: any = ok(await B.call('POST', '/api/admin/webhooks', { name: 'B hoo
 const bAudit: any = ok(await B.call('GET', '/api/admin/admin-audit-log?limit=1'), 'audit').items[0];
 const bImport = await srv.deps.store.forTenant(B.tenantId).userJobs.insert('imp_b_iso', 'import', { catalog: { entries: [{ id: 'email', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, columnToPath: { E: 'e' }, edges: [{ id: 'x', sourceRef: 'e', targetRef: 'email' }] }, 'b-admin', Buffer.from('E\nb@example.com\n'));
 const bExport = await srv.deps.store.forTenant(B.tenantId).userJobs.insert('exp_b_iso', 'export', bImport.mapping, 'b-admin', null);
+ok(await B.call('POST', '/api/admin/clients', { name: 'B approvals rs', grant_types: [], audience: 'https://b.iso.example' }), 'approvals audience');
+const bApproval: any = ok(await B.call('POST', '/api/admin/approvals', { request_surface: 's', requested_action: 'read', target_subject_type: 'user', target_subject_id: bUser.id, resource_class: 'c', reason_code: 'r', audience: 'https://b.iso.example', approvals: [{ step_key: 'a', side: 'admin_operator', subject_type: 'admin_user', method: 'portal_confirm' }] }), 'approval');
 const bTask = (await srv.deps.store.forTenant(B.tenantId).reviewTasks.insert({ taskType: 'import_warning', reasons: [], pendingChange: { email: 'b-task@example.com' } }))!;
 
-const secrets = [B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id, bTask.id, bImport.id, bExport.id];
+const secrets = [bApproval.public_request_id, B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id, bTask.id, bImport.id, bExport.id];
 
 /** B's id for each path parameter, by the route's path. */
 function fill(path: string): string {
@@ -56,6 +58,12 @@ function fill(path: string): string {
   if (path.startsWith('/api/admin/user-imports')) return path.replace(':id', bImport.id);
   if (path.startsWith('/api/admin/user-exports')) return path.replace(':id', bExport.id);
   if (path.startsWith('/api/admin/field-mapping/review-tasks')) return path.replace(':reviewTaskId', bTask.id);
+  // Plugins are global (the registry); only their configuration is per tenant (checked by the row fingerprint).
+  if (path.startsWith('/api/admin/plugins')) return path.replace(':id', 'smtp-mailer');
+  if (path.startsWith('/api/admin/approvals')) {
+    // No grant of B exists before approval; B's real request id comes first in the path, so it decides.
+    return path.replace(':requestId', bApproval.public_request_id).replace(':stepId', bApproval.approvals[0].id).replace(':grantId', 'agr_of_b_none');
+  }
   return path.replace(':id', id).replace(':clientId', bClient.client_id).replace(':roleId', bRole.id)
     .replace(':credentialId', bCred.id).replace(':deliveryId', 'whd_nope');
 }
@@ -105,10 +113,33 @@ const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token
 
 const routes = buildRouter(srv.deps).routes.filter((r) => r.path.startsWith('/api/admin/'));
 
+// Every row of tenant B, in every table with a tenant_id, before the sweep; compared after it, so a
+// route that writes into another tenant fails whatever its answer was (new tables are included).
+const bTables = (await srv.deps.sql<{ table_name: string }[]>`
+  select c.table_name from information_schema.columns c join information_schema.tables t using (table_schema, table_name)
+  where c.table_schema = current_schema() and c.column_name = 'tenant_id' and t.table_type = 'BASE TABLE' order by 1`).map((r) => r.table_name);
+// Written asynchronously by B's own earlier changes (the outbox dispatcher), not by the sweep.
+const ASYNC_TABLES = new Set(['event_outbox', 'webhook_deliveries']);
+async function fingerprintB(): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const table of bTables.filter((x) => !ASYNC_TABLES.has(x))) {
+    const [row] = await srv.deps.sql.unsafe(`select count(*)::text || ':' || coalesce(md5(string_agg(x::text, '|' order by x::text)), '') as f from ${table} x where tenant_id = $1`, [B.tenantId]);
+    out[table] = String(row!.f);
+  }
+  return out;
+}
+const beforeSweep = await fingerprintB();
+
 t.test('every admin route is in the table', async (t) => {
   t.ok(routes.length >= 50, `${routes.length} admin routes`);
   for (const r of routes) if (r.bodySchema) t.ok(bodies[`${r.method} ${r.path}`], `body for ${r.method} ${r.path}`);
+  // A new route's path parameters must name one of B's resources, or "not found" would prove nothing.
+  for (const r of routes) {
+    const filled = fill(r.path);
+    t.notOk(/:|unmapped/.test(filled), `${r.method} ${r.path} addresses B's resource (${filled})`);
+  }
 });
+
 
 for (const r of routes) {
   const key = `${r.method} ${r.path}`;
@@ -120,8 +151,12 @@ for (const r of routes) {
     t.equal(named.status, 403, `X-Tenant-Id of B: ${JSON.stringify(named.body)}`);
     t.equal(named.body.error, 'forbidden');
     // 2. Addressing B's resources by id from A's own context finds nothing.
-    const touchesB = r.path.includes(':') || bodies[key]?.b === true || queries[key] !== undefined;
-    if (touchesB) {
+    const globalId = r.path.startsWith('/api/admin/plugins/');
+    const touchesB = (r.path.includes(':') && !globalId) || bodies[key]?.b === true || queries[key] !== undefined;
+    if (globalId) {
+      const res = await A.call(r.method, path, body);
+      t.ok(res.status < 500, `A's own view of a global plugin: ${res.status}`);
+    } else if (touchesB) {
       const res = await A.call(r.method, path, body);
       t.ok(res.status === 403 || res.status === 404, `by id: ${res.status} ${JSON.stringify(res.body)}`);
     } else if (platformOnly.has(key)) {
@@ -135,6 +170,11 @@ for (const r of routes) {
     }
   });
 }
+
+t.test("no row of B changed in any table", async (t) => {
+  t.ok(bTables.length >= 20, `${bTables.length} tables with tenant_id`);
+  t.same(await fingerprintB(), beforeSweep);
+});
 
 t.test("B's resources are unchanged", async (t) => {
   t.match((await B.call('GET', `/api/admin/users/${bUser.id}`)).body, { name: 'B user', status: 'active', roles: [{ id: bRole.id }] });
@@ -162,4 +202,23 @@ t.test('every admin route is in /openapi.json with its permission, schemas and e
     if (r.bodySchema) t.ok(doc.components.schemas[r.bodySchema], `${r.bodySchema} in components`);
   }
   t.ok(doc.paths['/api/check']?.post, 'the check API is documented');
+});
+
+t.test("a client of A cannot introspect or exchange B's tokens", async (t) => {
+  const mk = async (who: typeof A, name: string, body: Record<string, unknown>) => ok(await who.call('POST', '/api/admin/clients', { name, ...body }), name) as any;
+  const aud = 'https://api.iso.example';
+  const bApp = await mk(B, 'B app', { grant_types: ['client_credentials'], scopes: ['read'], allowed_audiences: [aud] });
+  const bRs = await mk(B, 'B rs', { grant_types: [], audience: aud, can_introspect: true });
+  const aRs = await mk(A, 'A rs', { grant_types: [], audience: aud, can_introspect: true });
+  const aEx = await mk(A, 'A exchanger', { grant_types: ['client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange'], scopes: ['read'], allowed_audiences: [aud] });
+  const bTok = await j(await postForm(`${srv.url}/token`, bApp, { grant_type: 'client_credentials', scope: 'read' }));
+  t.ok(bTok.access_token, 'B issued a token');
+  t.equal((await j(await postForm(`${srv.url}/introspect`, bRs, { token: bTok.access_token }))).active, true, "B's own resource server sees it active");
+  const seen = await j(await postForm(`${srv.url}/introspect`, aRs, { token: bTok.access_token }));
+  t.same(seen, { active: false }, "A's resource server: inactive, nothing else");
+  const ex = await postForm(`${srv.url}/token`, aEx, { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: bTok.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', audience: aud });
+  t.equal(ex.status, 400);
+  const body = await j(ex);
+  t.equal(body.error, 'invalid_grant');
+  t.notOk(body.access_token);
 });

@@ -51,7 +51,7 @@ t.test('five requests: authorize, generate, verify, authorize prompt=none, token
   const authCode = loc.searchParams.get('code')!;
   t.ok(authCode);
   // 5
-  res = await postForm(`${srv.url}/token`, web, { grant_type: 'authorization_code', code: authCode, redirect_uri: redirectUri, code_verifier: verifier });
+  res = await postForm(`${srv.url}/token`, web, { grant_type: 'authorization_code', code: authCode, redirect_uri: redirectUri, code_verifier: verifier, audience: srv.url }); // the issuer: /api/user/consents below
   t.equal(res.status, 200);
   t.equal(res.headers.get('cache-control'), 'no-store');
   const tok = await j(res);

@@ -51,7 +51,7 @@ if (!fs.existsSync(CHROMIUM)) {
     t.ok(session, 'session cookie set');
     t.equal(session.httpOnly, true);
     t.equal(session.sameSite, 'Lax');
-    const res = await postForm(`${srv.url}/token`, web, { grant_type: 'authorization_code', code: authCode, redirect_uri: callback });
+    const res = await postForm(`${srv.url}/token`, web, { grant_type: 'authorization_code', code: authCode, redirect_uri: callback, audience: srv.url });
     t.equal(res.status, 200);
     const tok = await j(res);
     t.ok(tok.id_token && tok.access_token);

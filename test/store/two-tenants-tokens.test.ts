@@ -41,7 +41,7 @@ async function snapshotOfA(s: TenantStore) {
 const before = await snapshotOfA(A);
 
 t.test('A reads its own rows', async (t) => {
-  t.same(before.consent, ['openid', 'read']);
+  t.same(before.consent?.scopes, ['openid', 'read']);
   t.equal(before.consents.length, 1);
   t.equal(before.consents[0]!.client_name, 'A client', "the client's name comes from A's own client");
   t.equal(before.token?.status, 'active');
@@ -58,7 +58,7 @@ t.test("consents: B cannot read A's, and B's own consent to the same user and cl
   t.equal(listed.length, 1);
   t.equal(listed[0]!.tenant_id, tenantB);
   t.equal(listed[0]!.client_name ?? null, null, "B's listing does not join A's client (the join carries the tenant)");
-  t.same(await A.consents.find(userA, clientA), ['openid', 'read'], "A's consent is not widened");
+  t.same((await A.consents.find(userA, clientA))?.scopes, ['openid', 'read'], "A's consent is not widened");
 });
 
 t.test("refresh tokens: B cannot read, consume or rotate A's", async (t) => {

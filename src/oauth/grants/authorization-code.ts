@@ -63,7 +63,7 @@ export const authorizationCode: Grant = {
     }
 
     const scope = rec.scope.join(' ');
-    const { aud } = resolveTargets(client, form, deps.config.issuer);
+    const { aud } = resolveTargets(client, form, deps.config.issuer, deps.config.issuer);
     const ttl = (await ttlFor(deps, client));
     const admin = await adminClaimsFor(deps, rec.tenantId, rec.userId, audClaim(aud), scope);
     const at = await deps.tokens.accessTokens.issue({

@@ -34,8 +34,10 @@ export interface Grant {
 /**
  * The audiences a client asks for (RFC 8693 audience and resource), each of which it must be allowed.
  * Without any, a client with exactly one allowed audience gets that one, otherwise the fallback.
+ * `self` (the issuer, for user sign-in grants only) may always be named: it is the audience of the
+ * server's own end-user APIs (/api/user/consents), see docs/decisions.md.
  */
-export function resolveTargets(client: Client, form: Form, fallback: string | null): { aud: string[]; resource: string[] } {
+export function resolveTargets(client: Client, form: Form, fallback: string | null, self?: string): { aud: string[]; resource: string[] } {
   const audience = many(form, 'audience');
   const resource = many(form, 'resource');
   for (const r of resource) {
@@ -43,7 +45,7 @@ export function resolveTargets(client: Client, form: Form, fallback: string | nu
   }
   const wanted = [...new Set([...audience, ...resource])];
   for (const a of wanted) {
-    if (!client.allowedAudiences.includes(a)) throw new OAuthError('invalid_target', `The client may not obtain tokens for ${JSON.stringify(a)}.`);
+    if (a !== self && !client.allowedAudiences.includes(a)) throw new OAuthError('invalid_target', `The client may not obtain tokens for ${JSON.stringify(a)}.`);
   }
   if (wanted.length) return { aud: wanted, resource };
   if (client.allowedAudiences.length === 1) return { aud: [client.allowedAudiences[0]!], resource };

@@ -1,0 +1,95 @@
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import t from 'tap';
+import { CHECK_KEY_FAILURES } from '../../src/check/routes.js';
+import { CLIENT_SECRET_FAILURES } from '../../src/clients/authenticate.js';
+import { LOGIN } from '../../src/login/options.js';
+import { freePort } from '../helpers/env.js';
+import { waitFor } from '../helpers/processes.js';
+import { startTestServer } from '../helpers/server.js';
+import { setupTenant } from '../helpers/tokens.js';
+
+// Issue 21 item 23: guessing one-time codes, client secrets and check API keys is budgeted per code,
+// address, client and IP in Redis, so the budget holds across both HTTP processes. The requests go to
+// a real `svc start` with two HTTP processes (SO_REUSEPORT), each on a fresh connection, so the kernel
+// spreads them over both: with per-process counters the refusal would not come at budget + 1.
+const srv = await startTestServer();
+t.teardown(() => srv.close());
+const b = await setupTenant(srv, 'brute');
+
+const port = await freePort();
+const proc = spawn(process.execPath, [path.resolve('dist/src/cli.js'), 'start'], {
+  env: { ...process.env, PORT: String(port), WORKERS: '2', QUEUE_WORKERS: 'false', LOG_LEVEL: 'info', NODE_ENV: 'test', REDIS_PREFIX: srv.config.redisPrefix, CRYPTO_QUEUE_WAIT_MS: '0' },
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
+let stdout = '';
+proc.stdout!.on('data', (d) => { stdout += d; });
+proc.stderr!.on('data', () => {});
+t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
+// The cluster's processes start; on a loaded CI machine that took over 30 s once.
+await waitFor(() => stdout.includes('svc listening'), 60_000, 50);
+
+/** One request on a new connection (no keep-alive), so either HTTP process may take it. */
+function fresh(method: string, p: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: p, agent: false, headers: { ...headers, ...(body ? { 'content-length': String(Buffer.byteLength(body)) } : {}) } }, (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+const json = { 'content-type': 'application/json', accept: 'application/json' };
+const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+
+t.test('one-time codes: failures per address are budgeted across codes and processes', async (t) => {
+  const email = `guess-${Date.now()}@example.test`;
+  for (let i = 0; i < LOGIN.verifyFailuresPerAddress; i++) {
+    const r = await fresh('POST', '/email-code/verify', json, JSON.stringify({ email, code: String(100000 + i) }));
+    t.equal(r.status, 400, `try ${i + 1}: wrong code`);
+  }
+  const refused = await fresh('POST', '/email-code/verify', json, JSON.stringify({ email, code: '123456' }));
+  t.equal(refused.status, 429);
+  t.equal(refused.body.error, 'rate_limit_exceeded');
+});
+
+t.test('one-time codes: failures per IP are budgeted across addresses and processes', async (t) => {
+  // The address budget above already spent some of this IP's; count what is left.
+  let status = 0;
+  let tries = 0;
+  for (; tries <= LOGIN.verifyFailuresPerIp; tries++) {
+    status = (await fresh('POST', '/email-code/verify', json, JSON.stringify({ email: `ip-${tries}@example.test`, code: '000000' }))).status;
+    if (status === 429) break;
+  }
+  t.equal(status, 429, `refused after ${tries} more failures`);
+  t.equal(tries, LOGIN.verifyFailuresPerIp - LOGIN.verifyFailuresPerAddress, 'exactly at the IP budget (counted across both processes)');
+});
+
+t.test('client secrets: wrong secrets lock the client out for the window, even with the right one', async (t) => {
+  const c = b.clients.exchanger;
+  const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const ok = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, 'grant_type=client_credentials');
+  t.equal(ok.status, 200, 'the right secret works before');
+  for (let i = 0; i < CLIENT_SECRET_FAILURES.limit; i++) {
+    const r = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, `wrong-${i}`) }, 'grant_type=client_credentials');
+    t.equal(r.status, 401, `wrong secret ${i + 1}`);
+  }
+  const locked = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, 'grant_type=client_credentials');
+  t.equal(locked.status, 429, 'locked out: even the right secret is not checked');
+  t.equal(locked.body.error, 'rate_limit_exceeded');
+  const other = await fresh('POST', '/introspect', { ...form, authorization: basic(b.clients.resource_server.client_id, b.clients.resource_server.client_secret) }, 'token=x');
+  t.equal(other.status, 200, 'another client is unaffected');
+});
+
+t.test('check API keys: invalid keys per IP are budgeted across processes', async (t) => {
+  for (let i = 0; i < CHECK_KEY_FAILURES.limit; i++) {
+    const r = await fresh('POST', '/api/check', { ...json, authorization: `Bearer ck_guess_${i}` }, JSON.stringify({ user_id: 'u', permission: 'p' }));
+    t.equal(r.status, 401, `invalid key ${i + 1}`);
+  }
+  const refused = await fresh('POST', '/api/check', { ...json, authorization: 'Bearer ck_guess_last' }, JSON.stringify({ user_id: 'u', permission: 'p' }));
+  t.equal(refused.status, 429);
+  t.equal(refused.body.error, 'rate_limit_exceeded');
+});
