@@ -4,6 +4,7 @@ import { approvalRoutes } from './approvals.js';
 import { auditLogRoutes } from './audit-log.js';
 import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
+import { loggingRoutes } from './logging.js';
 import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
@@ -24,5 +25,6 @@ export function adminRoutes(deps: Deps): Route[] {
     ...policyRoutes(deps),
     ...approvalRoutes(deps),
     ...tenantRoutes(deps),
+    ...loggingRoutes(deps),
   ];
 }

@@ -1,3 +1,4 @@
+import { insertLogRecords } from '../store/log-archive.js';
 import type { Sql, TxSql } from '../store/sql.js';
 import { isEventName, type EventName } from './names.js';
 
@@ -33,6 +34,13 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
   await tx`insert into event_outbox (tenant_id, event, data)
            select t, e, d::jsonb from unnest(${events.map((e) => e.tenantId)}::text[], ${events.map((e) => e.event)}::text[], ${events.map((e) => JSON.stringify(e.data))}::text[])
            with ordinality as x(t, e, d, n) order by n`;
+  // Auth and security events are log records too, written in the same transaction (security: critical).
+  const now = Date.now();
+  const logs = events.filter((e) => e.event.startsWith('auth.') || e.event.startsWith('security.')).map((e) => {
+    const security = e.event.startsWith('security.');
+    return { tenantId: e.tenantId, logType: security ? 'security' : 'auth', plane: 'data', lane: security ? 'critical' : 'default', ts: now, body: { event: e.event, data: e.data } };
+  });
+  await insertLogRecords(tx, logs, false);
 }
 
 /** Wakes the relay at commit (used after a manual retry makes a delivery due). */
