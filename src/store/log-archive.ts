@@ -199,6 +199,8 @@ export class LogArchiveRepository {
 export const archiveQueries = {
   /** Claims up to `limit` unclaimed records for new pending chunks, grouped by (tenant, log_type, plane, hour). */
   async claim(tx: TxSql, limit: number, newChunkId: () => string): Promise<number> {
+    // Records of a tenant that no longer exists (purged; e.g. the audit entry of the purge itself) go with it.
+    await tx`delete from log_records r where r.chunk_id is null and not exists (select 1 from tenants t where t.id = r.tenant_id)`;
     const rows = await tx<Array<{ tenant_id: string; id: string; log_type: string; plane: string; ts: string }>>`
       select tenant_id, id, log_type, plane, ts from log_records where chunk_id is null order by id limit ${limit} for update skip locked`;
     const groups = new Map<string, { tenantId: string; logType: string; plane: string; hour: number; ids: string[] }>();

@@ -1,13 +1,23 @@
 import assert from 'node:assert/strict';
 import t from 'tap';
 import { archiveQueries, insertLogRecords } from '../../src/store/log-archive.js';
-import { twoTenants } from '../helpers/two-tenants.js';
+import { Store } from '../../src/store/index.js';
+import { migrate } from '../../src/store/migrate.js';
+import { tempDatabase } from '../helpers/db.js';
+import { uniqueName } from '../helpers/env.js';
 
 // What tenant A's log archive repository holds (registries and versions, destinations and credentials,
 // chunks and their records, rewrap jobs), tenant B's cannot read, list, change or delete.
-const { sql, tenantA, A, B } = await twoTenants('logarch', (s, ids) => s`delete from log_records where tenant_id = any(${ids})`);
-const a = A.logArchive;
-const b = B.logArchive;
+// A database of its own: the claim below serves every tenant of its database.
+const db = await tempDatabase();
+t.teardown(db.drop);
+await migrate(db.sql);
+const sql = db.sql;
+const [tenantA, tenantB] = [uniqueName('logarch-a'), uniqueName('logarch-b')];
+for (const id of [tenantA, tenantB]) await sql`insert into tenants (id, name) values (${id}, ${id})`;
+const store = new Store(sql);
+const a = store.forTenant(tenantA).logArchive;
+const b = store.forTenant(tenantB).logArchive;
 
 const reg = await a.ensureRegistry('lkr_a1', 'auth', 'data', () => Buffer.from('sealed-key'));
 await a.insertDestination({ id: 'ldst_a1', scope: 'tenant', kind: 'filesystem', name: 'disk', config: {}, enabled: true });
