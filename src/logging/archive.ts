@@ -75,8 +75,13 @@ export async function runArchive(ctx: ArchiveCtx): Promise<{ committed: number; 
       let records = 0;
       const store = new Store(ctx.sql);
       for (const p of await archiveQueries.pending(ctx.sql, 1000)) {
-        const n = await commitChunk(ctx, store, p.tenant_id, p.id);
-        if (n !== null) { committed++; records += n; }
+        // One chunk that cannot be written (its destination is away) must not hold back the others: it stays pending.
+        try {
+          const n = await commitChunk(ctx, store, p.tenant_id, p.id);
+          if (n !== null) { committed++; records += n; }
+        } catch (err) {
+          ctx.log.warn({ chunk: p.id, tenant: p.tenant_id, err: (err as NodeJS.ErrnoException).code ?? (err as Error).message }, 'log chunk not committed; retried next run');
+        }
       }
       return { committed, records };
     } finally {
