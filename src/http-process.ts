@@ -40,10 +40,13 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     const tokens = await createTokenServices(config, sql, redis, log, lifecycle);
     deps = { config, log, sql, store: new Store(sql), redis, tokens, lifecycle };
     // Token decisions are buffered here and appended in batches; on only for tenants whose settings say so (cached).
-    deps.logs = lifecycle.add('log pipeline', createLogPipeline(config, sql, log, (tenantId) => {
+    const logs = createLogPipeline(config, sql, log, (tenantId) => {
       const p = tokens.tenantSettings.get(tenantId);
       return p instanceof Promise ? p.then((x) => x.settings.token_decision_logging === true) : p.settings.token_decision_logging === true;
-    }).pipeline);
+    });
+    // Governance first: it closes after the pipeline, so the pipeline's last counts are flushed.
+    deps.logGovernance = lifecycle.add('log governance', logs.governance);
+    deps.logs = lifecycle.add('log pipeline', logs.pipeline);
     // Background work of the process is registered here (or by the module that owns it, through
     // deps.lifecycle), never started by building routes.
     lifecycle.add('machine credential sweeper', createCredentialSweeper(deps));

@@ -5,6 +5,7 @@ import { createLogger, type Logger } from '../src/log.js';
 import { runArchive } from '../src/logging/archive.js';
 import { checkHealth, retireOverdue } from '../src/logging/destinations.js';
 import { LOG_ARCHIVE_QUEUE, LOG_REWRAP_QUEUE, REWRAP_ATTEMPTS, runRewrap, type RewrapJobData } from '../src/logging/rewrap.js';
+import { runGovernance } from '../src/logging/governance-job.js';
 import { governance } from '../src/logging/wiring.js';
 import { Store } from '../src/store/index.js';
 import { archiveQueries } from '../src/store/log-archive.js';
@@ -26,6 +27,9 @@ export async function startLogWorker(config: Config, log: Logger): Promise<Runni
   const connection = createRedis(config, 'worker');
   const prefix = queuePrefix(config);
   const g = governance(config, log);
+  await g.start();
+  const cache = createRedis(config, 'cache');
+  cache.on('error', () => {});
   const store = new Store(sql);
   const queue = new Queue(LOG_ARCHIVE_QUEUE, { connection: producer, prefix });
   const rewrapQueue = new Queue<RewrapJobData>(LOG_REWRAP_QUEUE, { connection: producer, prefix });
@@ -34,6 +38,12 @@ export async function startLogWorker(config: Config, log: Logger): Promise<Runni
 
   const archive = new Worker(LOG_ARCHIVE_QUEUE, async (job) => {
     if (job.name === 'health') return health();
+    if (job.name === 'governance') {
+      await g.flush();
+      const r = await runGovernance(sql, cache, config);
+      if (r.changed) await g.refresh();
+      return r;
+    }
     const r = await runArchive({ sql, config, log, admission: g.admission, meter: g.meter });
     // Rewrap jobs queued in Postgres whose BullMQ job was lost (or never added) are added again; the job id de-duplicates.
     const queued = await sql<Array<{ tenant_id: string; id: string }>>`select tenant_id, id from log_rewrap_jobs where status in ('queued', 'running') order by created_at limit 1000`;
@@ -70,13 +80,14 @@ export async function startLogWorker(config: Config, log: Logger): Promise<Runni
   rewrap.on('failed', (job, err) => log.warn({ job: job?.id, err: err.message }, 'log rewrap attempt failed'));
   await Promise.all([archive.waitUntilReady(), rewrap.waitUntilReady()]);
   await queue.upsertJobScheduler('log-archive', { every: config.logArchiveIntervalMs }, { name: 'archive', opts: { removeOnComplete: true, removeOnFail: 100 } });
+  await queue.upsertJobScheduler('log-governance', { every: config.logArchiveIntervalMs }, { name: 'governance', opts: { removeOnComplete: true, removeOnFail: 100 } });
   await queue.upsertJobScheduler('log-destination-health', { every: config.logDestinationHealthMs }, { name: 'health', opts: { removeOnComplete: true, removeOnFail: 100 } });
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= (async () => {
       await Promise.allSettled([archive.close(), rewrap.close()]);
       await Promise.allSettled([queue.close(), rewrapQueue.close(), g.close()]);
-      await Promise.allSettled([closeRedis(producer), connection.quit().catch(() => connection.disconnect())]);
+      await Promise.allSettled([closeRedis(producer), closeRedis(cache), connection.quit().catch(() => connection.disconnect())]);
       await sql.end({ timeout: 5 });
     })()),
   };

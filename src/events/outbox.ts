@@ -43,6 +43,13 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
   await insertLogRecords(tx, logs, false);
 }
 
+/** One event whose outbox id the caller keeps (a log quota notification's notification_event_id). */
+export async function recordEventReturningId(tx: TxSql, e: DomainEvent): Promise<string> {
+  if (!isEventName(e.event)) throw new TypeError(`unknown event name "${String(e.event)}"`);
+  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(e.data as never)}) returning id::text`;
+  return r!.id;
+}
+
 /** Wakes the relay at commit (used after a manual retry makes a delivery due). */
 export async function notifyRelay(db: Sql | TxSql): Promise<void> {
   await db`select pg_notify(${OUTBOX_CHANNEL}, '')`;
