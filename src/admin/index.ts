@@ -5,6 +5,7 @@ import { auditLogRoutes } from './audit-log.js';
 import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
 import { loggingRoutes } from './logging.js';
+import { loggingGovernanceRoutes } from './logging-governance.js';
 import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
@@ -26,5 +27,6 @@ export function adminRoutes(deps: Deps): Route[] {
     ...approvalRoutes(deps),
     ...tenantRoutes(deps),
     ...loggingRoutes(deps),
+    ...loggingGovernanceRoutes(deps),
   ];
 }
