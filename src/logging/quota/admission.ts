@@ -25,12 +25,15 @@ export class QuotaAdmission implements LogAdmission {
   constructor(private readonly sql: Sql, private readonly log: Logger, private readonly refreshMs: number, private readonly now: () => number = Date.now) {}
 
   admit(tenantId: string, logType: LogType, plane: Plane, lane: Lane): boolean {
-    if (lane === 'critical') return true;
+    if (lane === 'critical' || this.rules.size === 0) return true;
     let action: EnforcementAction = 'none';
-    for (const r of [...(this.rules.get(tenantId) ?? []), ...(this.rules.get('*') ?? [])]) {
-      if ((r.log_type && r.log_type !== logType) || (r.plane && r.plane !== plane) || (r.lane && r.lane !== lane)) continue;
-      if (r.action === 'block_non_critical') { action = r.action; break; }
-      action = r.action;
+    for (const list of [this.rules.get(tenantId), this.rules.get('*')]) {
+      if (!list) continue;
+      for (const r of list) {
+        if ((r.log_type && r.log_type !== logType) || (r.plane && r.plane !== plane) || (r.lane && r.lane !== lane)) continue;
+        if (r.action === 'block_non_critical') return false;
+        action = r.action;
+      }
     }
     if (action === 'block_non_critical') return false;
     if (action === 'throttle_non_critical') {
