@@ -35,7 +35,6 @@ export class QuotaAdmission implements LogAdmission {
         action = r.action;
       }
     }
-    if (action === 'block_non_critical') return false;
     if (action === 'throttle_non_critical') {
       const n = (this.seen.get(tenantId) ?? 0) + 1;
       this.seen.set(tenantId, n);
