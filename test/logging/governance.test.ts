@@ -1,4 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
+import { createLogger } from '../../src/log.js';
+import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { runGovernance } from '../../src/logging/governance-job.js';
 import { createRedis, closeRedis } from '../../src/store/redis.js';
 import { adminOf, api } from '../admin/helpers.js';
@@ -11,7 +15,7 @@ import { logEnv } from './fixtures.js';
 // endpoint answers, and match what was archived; a quota policy crosses warning then its hard limit:
 // evaluations, the outbox notification (logging.quota_exceeded) and dropped bulk records show it, while
 // critical (admin_audit) records are still archived. Bad bodies 422; the tenant rule 403.
-const env = await logEnv();
+const env = await logEnv({ WEBHOOK_ALLOW_PRIVATE: 'true' });
 const { srv, sql } = env;
 const redis = createRedis(srv.config, 'cache');
 t.teardown(() => closeRedis(redis));
@@ -25,6 +29,16 @@ const C = await tenant('gov-c');
 const B = await adminOf(srv, ['admin:*'], 'gov-b');
 const P = await adminOf(srv, ['admin:*'], 'gov-p', true);
 await env.worker();
+// A webhook receiver of tenant C's notifications, through the real relay and webhook worker.
+const hooked: Array<{ event: string; body: any }> = [];
+const receiver = http.createServer((req, res) => {
+  const parts: Buffer[] = [];
+  req.on('data', (c: Buffer) => parts.push(c));
+  req.on('end', () => { hooked.push({ event: String(req.headers['x-svc-event']), body: JSON.parse(Buffer.concat(parts).toString('utf8')) }); res.end('ok'); });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+const webhooks = await startWebhookWorker(srv.config, createLogger('silent'), { relay: { pollMs: 100 } });
+t.teardown(async () => { await webhooks.close(); receiver.close(); });
 const gov = srv.deps.logGovernance!;
 
 /** Flushes this process's meter and runs a governance pass (rollup + evaluation) now. */
@@ -74,6 +88,8 @@ t.test('aggregates match the records sent through real traffic', async (t) => {
 
 t.test('a quota policy crosses warning, then its hard limit: evaluations, notification, dropped bulk records; critical records still archived', async (t) => {
   t.equal((await C.call('PUT', '/api/admin/logging-policies/settings', { token_decision_logging: true })).status, 200);
+  const hook = await C.call('POST', '/api/admin/webhooks', { name: 'quota', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, events: ['logging.quota_exceeded'] });
+  t.equal(hook.status, 201, 'webhooks may subscribe to the extension event');
   const res = await C.call('POST', '/api/admin/logging-policies/quotas', { name: 'bulk', lane: 'bulk', metric_name: 'records', window_kind: 'day', soft_limit: 8, hard_limit: 10, warning_ratio: 0.5, enforcement_mode: 'block_non_critical' });
   t.equal(res.status, 201, JSON.stringify(res.body));
   const policy = res.body;
@@ -100,6 +116,9 @@ t.test('a quota policy crosses warning, then its hard limit: evaluations, notifi
   t.equal((await latest()).notification_event_id, hard.notification_event_id, 'once per policy, window and state');
   t.equal(Number((await sql`select count(*)::int as n from event_outbox where tenant_id = ${C.tenantId} and event = 'logging.quota_exceeded'`)[0]!.n), 2);
 
+  await waitFor(() => hooked.length >= 2, 15_000, 50);
+  t.same(hooked.map((h) => [h.event, h.body.event, h.body.data.state]), [['logging.quota_exceeded', 'logging.quota_exceeded', 'warning'], ['logging.quota_exceeded', 'logging.quota_exceeded', 'hard_exceeded']], 'delivered to the subscribed webhook');
+
   // The pub/sub notice (or the periodic refresh) reaches the HTTP process's admission.
   await waitFor(() => !gov.admission.admit(C.tenantId, 'token', 'data', 'bulk'), 10_000, 20);
   t.ok(gov.admission.admit(C.tenantId, 'admin_audit', 'control', 'critical'), 'critical never dropped');
@@ -122,7 +141,7 @@ t.test('a quota policy crosses warning, then its hard limit: evaluations, notifi
   const tokenArchived = await sql<any[]>`select coalesce(sum(record_count), 0)::int as n from log_chunks where tenant_id = ${C.tenantId} and log_type = 'token'`;
   t.equal(tokenArchived[0].n, 11, 'the blocked bulk records were never archived');
   const audits = await sql<any[]>`select coalesce(sum(record_count), 0)::int as n from log_chunks where tenant_id = ${C.tenantId} and log_type = 'admin_audit' and status = 'committed'`;
-  t.equal(audits[0].n, 3, 'every admin mutation archived (settings, create, update under the block)');
+  t.equal(audits[0].n, 4, 'every admin mutation archived (settings, webhook, policy create, update under the block)');
 
   const list = (await C.call('GET', '/api/admin/logging-policies/quota-evaluations?limit=500')).body;
   t.ok(list.total >= 3);
