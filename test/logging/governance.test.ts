@@ -163,6 +163,19 @@ t.test('a quota policy crosses warning, then its hard limit: evaluations, notifi
   t.equal((await C.call('GET', `/api/admin/logging-policies/quotas/${policy.id}`)).status, 404);
 });
 
+t.test('throttle_non_critical admits one record in ten once the soft limit is exceeded', async (t) => {
+  const res = await A.call('POST', '/api/admin/logging-policies/quotas', { lane: 'bulk', metric_name: 'records', window_kind: 'day', soft_limit: 1, hard_limit: 1_000_000, enforcement_mode: 'throttle_non_critical' });
+  t.equal(res.status, 201);
+  await waitFor(async () => { await pass(); return !gov.admission.admit(A.tenantId, 'token', 'data', 'bulk') || !gov.admission.admit(A.tenantId, 'token', 'data', 'bulk'); }, 10_000, 50);
+  const [e] = await sql<any[]>`select * from log_quota_evaluations where tenant_id = ${A.tenantId} and quota_policy_id = ${res.body.id} order by evaluated_at desc limit 1`;
+  t.match(e, { state: 'soft_exceeded', enforcement_action: 'throttle_non_critical' });
+  const admitted = Array.from({ length: 100 }, () => gov.admission.admit(A.tenantId, 'token', 'data', 'bulk')).filter(Boolean).length;
+  t.equal(admitted, 10, 'one in ten');
+  t.ok(gov.admission.admit(A.tenantId, 'auth', 'data', 'default'), 'the policy names the bulk lane only');
+  t.equal((await A.call('DELETE', `/api/admin/logging-policies/quotas/${res.body.id}`)).status, 204);
+  await waitFor(async () => { await gov.refresh(); return Array.from({ length: 3 }, () => gov.admission.admit(A.tenantId, 'token', 'data', 'bulk')).every(Boolean); }, 10_000, 50);
+});
+
 t.test('bad bodies and queries are 422', async (t) => {
   const ok = { metric_name: 'records', window_kind: 'day', hard_limit: 10, enforcement_mode: 'notify' };
   for (const body of [{ ...ok, surprise: 1 }, { ...ok, hard_limit: undefined }, { ...ok, enforcement_mode: 'panic' }, { ...ok, window_kind: 'week' },
