@@ -53,6 +53,19 @@ export interface Config {
   /** WebAuthn relying party id (WEBAUTHN_RP_ID, default the issuer's host name) and accepted origins (WEBAUTHN_ORIGINS, comma-separated, default the issuer's origin). */
   readonly webauthnRpId: string;
   readonly webauthnOrigins: readonly string[];
+  /** Log archive (issue 13): default directory of archived chunks, directory of sealed destination credentials. */
+  readonly logArchiveDir: string;
+  readonly logSecretsDir: string;
+  /** How often a process appends its buffered log records (ms), and the most it buffers before appending at once. */
+  readonly logFlushMs: number;
+  readonly logBufferMax: number;
+  /** How often the log worker chunks appended records (ms), and the most records per chunk. */
+  readonly logArchiveIntervalMs: number;
+  readonly logChunkMaxRecords: number;
+  /** How long a destination's previous credential stays valid after a new one is activated (ms; 24 h). */
+  readonly logCredentialOverlapMs: number;
+  /** How often destinations are health-checked (ms). */
+  readonly logDestinationHealthMs: number;
 }
 
 export class ConfigError extends Error {
@@ -173,6 +186,14 @@ export function loadConfig(env: Env = process.env): Config {
     userJobLockMs: int('USER_JOB_LOCK_MS', 30_000, 1000, 600_000),
     queueWorkers: bool('QUEUE_WORKERS', true),
     loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
+    logArchiveDir: str('LOG_ARCHIVE_DIR', '.data/log-archive'),
+    logSecretsDir: str('LOG_SECRETS_DIR', '.data/log-secrets'),
+    logFlushMs: int('LOG_FLUSH_MS', 250, 10, 60_000),
+    logBufferMax: int('LOG_BUFFER_MAX', 2000, 1, 1_000_000),
+    logArchiveIntervalMs: int('LOG_ARCHIVE_INTERVAL_MS', 5000, 100, 3_600_000),
+    logChunkMaxRecords: int('LOG_CHUNK_MAX_RECORDS', 5000, 1, 1_000_000),
+    logCredentialOverlapMs: int('LOG_CREDENTIAL_OVERLAP_MS', 86_400_000, 0, 30 * 86_400_000),
+    logDestinationHealthMs: int('LOG_DESTINATION_HEALTH_INTERVAL_MS', 60_000, 100, 3_600_000),
     webauthnRpId: str('WEBAUTHN_RP_ID', new URL(issuer).hostname),
     webauthnOrigins: Object.freeze(str('WEBAUTHN_ORIGINS', new URL(issuer).origin).split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean)),
   };

@@ -2,6 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './log.js';
+import type { Governance } from './logging/wiring.js';
+import type { LogPipeline } from './logging/pipeline.js';
 import type { Store } from './store/index.js';
 import type { Sql } from './store/sql.js';
 import type { TokenServices } from './services.js';
@@ -22,4 +24,8 @@ export interface Deps {
   lifecycle: Lifecycle;
   /** Queues the purge of a tenant marked `deleting` (src/tenants/purge.ts); absent in processes that do not run it. */
   tenantPurge?: { enqueue(tenantId: string): Promise<void> };
+  /** The process's log record buffer (src/logging/pipeline.ts); absent in processes that do not produce buffered records. */
+  logs?: LogPipeline;
+  /** The process's usage meter and quota admission (src/logging/wiring.ts). */
+  logGovernance?: Governance;
 }

@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
 import { createLifecycle, type Lifecycle } from './lifecycle.js';
+import { createLogPipeline } from './logging/wiring.js';
 import { createLogger, type Logger } from './log.js';
 import { createCredentialSweeper } from './principals/sweeper.js';
 import { createElevationSweeper } from './elevation/sweep.js';
@@ -45,6 +46,14 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
       replica = new ReadReplica(readSql, sql, redis);
     }
     deps = { config, log, sql, store: new Store(sql, replica), redis, tokens, lifecycle };
+    // Token decisions are buffered here and appended in batches; on only for tenants whose settings say so (cached).
+    const logs = createLogPipeline(config, sql, log, (tenantId) => {
+      const p = tokens.tenantSettings.get(tenantId);
+      return p instanceof Promise ? p.then((x) => x.settings.token_decision_logging === true) : p.settings.token_decision_logging === true;
+    });
+    // Governance first: it closes after the pipeline, so the pipeline's last counts are flushed.
+    deps.logGovernance = lifecycle.add('log governance', logs.governance);
+    deps.logs = lifecycle.add('log pipeline', logs.pipeline);
     // Background work of the process is registered here (or by the module that owns it, through
     // deps.lifecycle), never started by building routes.
     lifecycle.add('machine credential sweeper', createCredentialSweeper(deps));

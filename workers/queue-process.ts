@@ -10,6 +10,7 @@ export async function runQueueWorker(role: string, config: Config, log: Logger):
   log.debug({ role, queueRedis: config.queueRedisUrl.replace(/\/\/[^@]*@/, '//***@') }, 'queue worker started');
   if (role === 'webhook-worker') { const w = await (await import('./webhook-worker.js')).startWebhookWorker(config, log); closers.push(() => w.close()); }
   if (role === 'jobs-worker') { const w = await (await import('./jobs-worker.js')).startJobsWorker(config, log); closers.push(() => w.close()); }
+  if (role === 'log-worker') { const w = await (await import('./log-worker.js')).startLogWorker(config, log); closers.push(() => w.close()); }
   if (role === 'email-worker') { const w = await (await import('./email-worker.js')).startEmailWorker(config, log); closers.push(() => w.close()); }
   process.send?.({ type: 'svc:ready' });
   // Keep the process alive until told to stop.

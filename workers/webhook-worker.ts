@@ -3,6 +3,7 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import { loadConfig, type Config } from '../src/config.js';
 import { OutboxRelay, type RelayOptions } from '../src/events/relay.js';
 import { createLogger, type Logger } from '../src/log.js';
+import { recordLogsInTx } from '../src/logging/pipeline.js';
 import { Store } from '../src/store/index.js';
 import { createSql } from '../src/store/sql.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
@@ -72,9 +73,18 @@ async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store
   const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, config.webhookAllowPrivate);
   const completedAt = Date.now();
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;
-  const recorded = await store.transaction(tenantId, (s) => s.webhooks.recordAttempt(deliveryId, attempt, {
-    ok: r.ok, responseStatus: r.status, responseTimeMs: r.durationMs, error: r.error, startedAt, completedAt, nextAttemptAt,
-  }));
+  const recorded = await store.transaction(tenantId, async (s, tx) => {
+    const done = await s.webhooks.recordAttempt(deliveryId, attempt, {
+      ok: r.ok, responseStatus: r.status, responseTimeMs: r.durationMs, error: r.error, startedAt, completedAt, nextAttemptAt,
+    });
+    // The attempt as a log record, archived if and only if the attempt was recorded.
+    if (done) {
+      await recordLogsInTx(tx, [{ tenantId, logType: 'webhook_delivery', plane: 'control', lane: 'default', ts: completedAt, body: {
+        webhook_id: w.id, delivery_id: deliveryId, event: d.event, attempt, success: r.ok, response_status: r.status, duration_ms: r.durationMs, error: r.error,
+      } }]);
+    }
+    return done;
+  });
   if (recorded && nextAttemptAt !== null) {
     // Fast path; if this fails (or the process dies here) the relay finds the attempt unqueued and adds it.
     try {

@@ -4,6 +4,8 @@ import { approvalRoutes } from './approvals.js';
 import { auditLogRoutes } from './audit-log.js';
 import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
+import { loggingRoutes } from './logging.js';
+import { loggingGovernanceRoutes } from './logging-governance.js';
 import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
@@ -24,5 +26,7 @@ export function adminRoutes(deps: Deps): Route[] {
     ...policyRoutes(deps),
     ...approvalRoutes(deps),
     ...tenantRoutes(deps),
+    ...loggingRoutes(deps),
+    ...loggingGovernanceRoutes(deps),
   ];
 }

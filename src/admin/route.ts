@@ -30,6 +30,8 @@ export interface MutationOutcome<T> {
   before?: unknown;
   after?: unknown;
   metadata?: Record<string, unknown>;
+  /** The id to give the audit entry, when the result names it (e.g. `audit_id` of a rewrap job creation). */
+  auditId?: string;
 }
 
 /** Everything a handler needs, resolved and validated before it runs. */
@@ -102,7 +104,7 @@ async function auditedTransaction<T>(deps: Deps, ctx: AdminContext, req: HttpReq
     return await deps.store.transaction(ctx.tenantId, async (store, tx) => {
       const out = await fn(tx, store);
       await store.auditLog.record(ctx.actor, {
-        action: spec.action, resourceType: spec.resourceType, resourceId: out.resourceId ?? spec.resourceId ?? null,
+        ...(out.auditId ? { id: out.auditId } : {}), action: spec.action, resourceType: spec.resourceType, resourceId: out.resourceId ?? spec.resourceId ?? null,
         severity: spec.severity ?? 'info', metadata: { ...requestMeta(req), ...out.metadata }, before: out.before, after: out.after,
       });
       return out.result;

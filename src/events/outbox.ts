@@ -1,3 +1,4 @@
+import { insertLogRecords } from '../store/log-archive.js';
 import type { Sql, TxSql } from '../store/sql.js';
 import { isEventName, type EventName } from './names.js';
 
@@ -33,6 +34,20 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
   await tx`insert into event_outbox (tenant_id, event, data)
            select t, e, d::jsonb from unnest(${events.map((e) => e.tenantId)}::text[], ${events.map((e) => e.event)}::text[], ${events.map((e) => JSON.stringify(e.data))}::text[])
            with ordinality as x(t, e, d, n) order by n`;
+  // Auth and security events are log records too, written in the same transaction (security: critical).
+  const now = Date.now();
+  const logs = events.filter((e) => e.event.startsWith('auth.') || e.event.startsWith('security.')).map((e) => {
+    const security = e.event.startsWith('security.');
+    return { tenantId: e.tenantId, logType: security ? 'security' : 'auth', plane: 'data', lane: security ? 'critical' : 'default', ts: now, body: { event: e.event, data: e.data } };
+  });
+  await insertLogRecords(tx, logs, false);
+}
+
+/** One event whose outbox id the caller keeps (a log quota notification's notification_event_id). */
+export async function recordEventReturningId(tx: TxSql, e: DomainEvent): Promise<string> {
+  if (!isEventName(e.event)) throw new TypeError(`unknown event name "${String(e.event)}"`);
+  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(e.data as never)}) returning id::text`;
+  return r!.id;
 }
 
 /** Wakes the relay at commit (used after a manual retry makes a delivery due). */

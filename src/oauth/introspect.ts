@@ -84,8 +84,9 @@ export function introspectRoutes(deps: Deps): Route[] {
       const token = form.token as string;
       // token_type_hint only orders the lookups (RFC 7662 2.1); both kinds are tried.
       const refreshFirst = form.token_type_hint === 'refresh_token' || looksLikeRefreshToken(token);
-      if (refreshFirst && looksLikeRefreshToken(token)) return reply(await introspectRefresh(rs, token));
-      return reply(await introspectJwt(rs, token));
+      const answer = refreshFirst && looksLikeRefreshToken(token) ? await introspectRefresh(rs, token) : await introspectJwt(rs, token);
+      deps.logs?.tokenDecision(rs.tenantId, { decision: 'introspect', client_id: rs.clientId, active: answer !== INACTIVE, token_kind: refreshFirst ? 'refresh_token' : 'access_token' });
+      return reply(answer);
     },
   }];
 }

@@ -40,7 +40,14 @@ export function tokenRoutes(deps: Deps): Route[] {
       // No new tokens for a suspended (or deleting) tenant: a resource server that verifies JWTs itself
       // would otherwise accept them. Read from the per-process cache, evicted by pub/sub on suspend.
       if (!(await tenantServing(deps.tokens.tenantSettings, client.tenantId))) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
-      return { headers: NO_STORE, body: await grant.handle(deps, client, grantInput(grant, body)) };
+      try {
+        const issued = await grant.handle(deps, client, grantInput(grant, body));
+        deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: true });
+        return { headers: NO_STORE, body: issued };
+      } catch (err) {
+        if (err instanceof OAuthError) deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: false, error: err.code });
+        throw err;
+      }
     },
   })];
 }

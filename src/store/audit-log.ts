@@ -1,5 +1,6 @@
 import type { Cursor } from './cursor.js';
 import { newId } from './ids.js';
+import { insertLogRecords } from './log-archive.js';
 import type { Db } from './sql.js';
 
 export type AuditResult = 'success' | 'failure';
@@ -9,6 +10,8 @@ export type AuditSeverity = 'debug' | 'info' | 'warn' | 'error' | 'critical';
 export interface AuditActor { type: 'user' | 'machine'; id: string; displayName: string; email: string | null }
 
 export interface AuditInput {
+  /** A caller-chosen id (from newId('aud')), when the caller must name the entry in its answer. */
+  id?: string;
   action: string;
   resourceType: string;
   resourceId?: string | null;
@@ -41,7 +44,7 @@ export class AuditLogRepository {
    */
   async record(actor: AuditActor, e: AuditInput): Promise<string> {
     const db = this.db;
-    const id = newId('aud');
+    const id = e.id ?? newId('aud');
     const json = (v: unknown) => (v === undefined || v === null ? null : db.json(JSON.parse(JSON.stringify(v)) as never));
     await db`
       insert into admin_audit_log (tenant_id, id, admin_user_id, admin_email, admin_user_name, actor_type, actor_id, actor_display_name,
@@ -50,6 +53,13 @@ export class AuditLogRepository {
         ${actor.type}, ${actor.id}, ${actor.displayName}, ${e.action}, ${e.resourceType}, ${e.resourceId ?? ''},
         ${e.result ?? 'success'}, ${e.severity ?? (e.result === 'failure' ? 'warn' : 'info')}, ${db.json((e.metadata ?? {}) as never)},
         ${json(e.before)}, ${json(e.after)})`;
+    // The entry as a critical log record, in the same transaction: archived if and only if it committed.
+    await insertLogRecords(db, [{
+      tenantId: this.tenantId, logType: 'admin_audit', plane: 'control', lane: 'critical', ts: Date.now(),
+      body: { id, actor_type: actor.type, actor_id: actor.id, action: e.action, resource_type: e.resourceType, resource_id: e.resourceId ?? '',
+        result: e.result ?? 'success', severity: e.severity ?? (e.result === 'failure' ? 'warn' : 'info'), metadata: e.metadata ?? {},
+        before: e.before ?? null, after: e.after ?? null },
+    }], false);
     return id;
   }
 

@@ -1,6 +1,8 @@
 import { ApprovalRepository } from './approvals.js';
 import { AuditLogRepository } from './audit-log.js';
 import { ClientRepository } from './clients.js';
+import { LogArchiveRepository } from './log-archive.js';
+import { LogGovernanceRepository } from './log-governance.js';
 import { PrincipalRepository } from './principals.js';
 import { CheckApiKeyRepository } from './check-api-keys.js';
 import { PolicyRepository } from './policies.js';
@@ -42,6 +44,8 @@ export class TenantStore {
   get plugins(): PluginConfigRepository { return new PluginConfigRepository(this.db, this.tenantId); }
   get userJobs(): UserJobRepository { return new UserJobRepository(this.db, this.tenantId); }
   get reviewTasks(): ReviewTaskRepository { return new ReviewTaskRepository(this.db, this.tenantId); }
+  get logArchive(): LogArchiveRepository { return new LogArchiveRepository(this.db, this.tenantId); }
+  get logGovernance(): LogGovernanceRepository { return new LogGovernanceRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */

@@ -95,6 +95,17 @@ export const redisKeys = {
    */
   tenantKeyPatterns: (tenant: string) => [`rvm:{t:${tenant}}:*`, `apc:{t:${tenant}}:*`, `consent:${tenant}:*`],
 
+  // --- log usage (src/logging/usage/) ---
+  /**
+   * Log usage counters of one UTC minute (epoch ms of its start): a hash, field
+   * `<tenant>\t<tenant_key>\t<log_type>\t<plane>\t<lane>\t<metric>`. Tag `{logusage}` on it and on
+   * `logUsageMinutes`: a meter flush is one pipeline of HINCRBYs, ZADD and PEXPIRE over both, and
+   * the rollup reads both, so they share a slot (one slot for all usage: a minute hash is small).
+   */
+  logUsageMinute: (minute: number) => `lu:{logusage}:m:${minute}`,
+  /** The minutes that have a counter hash (sorted set, score = minute). Tag `{logusage}` as above. */
+  logUsageMinutes: 'lu:{logusage}:minutes',
+
   /** Lock so one process sweeps expired machine credentials per interval (src/principals/sweeper.ts, SET NX). No tag. */
   principalSweepLock: 'principals:sweep',
 
@@ -118,6 +129,8 @@ export const redisChannels = {
   keysChanged: 'keys:changed',
   /** A tenant's settings or display name changed: evict it from every process's cache (src/tenants/settings-cache.ts). */
   tenantsChanged: 'tenants:changed',
+  /** A quota evaluation changed what is enforced: every process refreshes its log admission (src/logging/quota/admission.ts). */
+  logEnforcementChanged: 'logging:enforcement',
 } as const;
 
 /** A channel name as published and subscribed: ioredis does not apply keyPrefix to channels. */

@@ -3,7 +3,7 @@ import client from 'prom-client';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 
-export type Role = 'http' | 'webhook-worker' | 'email-worker' | 'jobs-worker';
+export type Role = 'http' | 'webhook-worker' | 'email-worker' | 'jobs-worker' | 'log-worker';
 
 interface Slot { role: Role; index: number; worker?: Worker; startedAt: number; quickDeaths: number; restartTimer?: NodeJS.Timeout }
 
@@ -20,6 +20,7 @@ export function runSupervisor(config: Config, log: Logger): void {
     slots.push({ role: 'webhook-worker', index: 0, startedAt: 0, quickDeaths: 0 });
     slots.push({ role: 'email-worker', index: 0, startedAt: 0, quickDeaths: 0 });
     slots.push({ role: 'jobs-worker', index: 0, startedAt: 0, quickDeaths: 0 });
+    slots.push({ role: 'log-worker', index: 0, startedAt: 0, quickDeaths: 0 });
   }
   let stopping = false;
   let readyCount = 0;

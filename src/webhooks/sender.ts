@@ -26,7 +26,7 @@ const agents = {
  * POSTs a body to a webhook URL. Never follows redirects (a 3xx is a failure), enforces an overall
  * deadline, and refuses private destinations after DNS resolution unless allowPrivate.
  */
-export function postWebhook(url: string, headers: Record<string, string>, body: string, timeoutMs: number, allowPrivate: boolean): Promise<SendResult> {
+export function postWebhook(url: string, headers: Record<string, string>, body: string | Buffer, timeoutMs: number, allowPrivate: boolean): Promise<SendResult> {
   const started = process.hrtime.bigint();
   const elapsed = () => Number((process.hrtime.bigint() - started) / 1_000_000n);
   return new Promise((resolve) => {

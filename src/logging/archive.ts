@@ -1,0 +1,160 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { newId } from '../store/ids.js';
+import { Store } from '../store/index.js';
+import { archiveQueries, type ChunkRow, type DestinationRow, type LogArchiveRepository } from '../store/log-archive.js';
+import type { Sql } from '../store/sql.js';
+import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } from './chunk-crypto.js';
+import { destinationDir, postToSink, readObject, writeObject } from './destinations.js';
+import type { Lane, LogAdmission, LogType, Plane, UsageMeter } from './types.js';
+
+export interface ArchiveCtx { sql: Sql; config: Config; log: Logger; admission: LogAdmission; meter: UsageMeter }
+
+/** `<tenant>/<log_type>/<plane>/<YYYY>/<MM>/<DD>/<HH>/<chunk>.v<version>.log.enc`: the version is in the key, so a rewrap writes a new object. */
+export function objectKey(c: Pick<ChunkRow, 'tenant_id' | 'log_type' | 'plane' | 'hour_start' | 'id'>, version: number): string {
+  const d = new Date(Number(c.hour_start)).toISOString();
+  return `${c.tenant_id}/${c.log_type}/${c.plane}/${d.slice(0, 4)}/${d.slice(5, 7)}/${d.slice(8, 10)}/${d.slice(11, 13)}/${c.id}.v${version}.log.enc`;
+}
+
+/** The key of a registry version, opened from its sealed form. */
+export async function versionKey(config: Config, repo: LogArchiveRepository, tenantId: string, registryId: string, version: number): Promise<Buffer> {
+  const v = await repo.version(registryId, version);
+  if (!v) throw new Error(`key version ${registryId}/${version} not found`);
+  return openVersionKey(config.keyEncryptionKey, tenantId, registryId, version, v.key_enc);
+}
+
+/** The registry of (tenant, log_type, plane), created with its first version on first use. */
+export function ensureRegistry(config: Config, repo: LogArchiveRepository, tenantId: string, logType: string, plane: string) {
+  return repo.ensureRegistry(newId('lkr'), logType, plane, (version, registryId) => sealVersionKey(config.keyEncryptionKey, tenantId, registryId, version));
+}
+
+/** Where a chunk's catalog object lives: the tenant's first filesystem destination, else a platform one, else the default directory. */
+export function primaryOf(dests: DestinationRow[]): DestinationRow | null {
+  return dests.find((d) => d.kind === 'filesystem' && d.scope === 'tenant') ?? dests.find((d) => d.kind === 'filesystem') ?? null;
+}
+
+/** The destinations that receive a tenant's chunks: its own enabled ones, then the platform's. */
+export async function destinationsOf(sql: Sql, repo: LogArchiveRepository): Promise<DestinationRow[]> {
+  const own = await repo.activeDestinations();
+  return [...own.filter((d) => d.scope === 'tenant'), ...(await archiveQueries.platformDestinations(sql))];
+}
+
+/** Reads and decrypts a committed chunk's catalog object; verifies it against the catalog's sha256. */
+export async function readChunk(config: Config, repo: LogArchiveRepository, c: ChunkRow): Promise<{ plain: Buffer; sha256: string; object: Buffer }> {
+  const dest = c.destination_id ? await repo.destination(c.destination_id) : null;
+  const object = await readObject(destinationDir(config, dest), c.object_key!);
+  const keys = new Map<string, Buffer>();
+  const pre = await versionKey(config, repo, c.tenant_id, c.key_registry_id!, c.key_version!);
+  keys.set(`${c.key_registry_id}:${c.key_version}`, pre);
+  const opened = openChunk(object, (r, v) => {
+    const k = keys.get(`${r}:${v}`);
+    if (!k) throw new Error('chunk names a key version other than its catalog entry');
+    return k;
+  });
+  if (opened.sha256 !== c.sha256) throw new Error(`chunk ${c.id}: plaintext sha256 does not match the catalog`);
+  return { plain: opened.plain, sha256: opened.sha256, object };
+}
+
+/**
+ * One archive run: claims unclaimed records into pending chunks (one per tenant, log_type, plane and
+ * hour, at most LOG_CHUNK_MAX_RECORDS each), then finishes every pending chunk (a crashed run's
+ * included): encrypt, write, commit, and only then delete its records (their acknowledgement). One
+ * run at a time across processes (a session advisory lock, released if the process dies).
+ */
+export async function runArchive(ctx: ArchiveCtx): Promise<{ committed: number; records: number } | null> {
+  const lockConn = await ctx.sql.reserve();
+  try {
+    const [got] = await lockConn<Array<{ ok: boolean }>>`select pg_try_advisory_lock(hashtext('svc:log-archive')) as ok`;
+    if (!got?.ok) return null;
+    try {
+      for (let i = 0; i < 20; i++) {
+        const n = await ctx.sql.begin((tx) => archiveQueries.claim(tx, ctx.config.logChunkMaxRecords, () => newId('lch')));
+        if (n < ctx.config.logChunkMaxRecords) break;
+      }
+      let committed = 0;
+      let records = 0;
+      const store = new Store(ctx.sql);
+      for (const p of await archiveQueries.pending(ctx.sql, 1000)) {
+        // One chunk that cannot be written (its destination is away) must not hold back the others: it stays pending.
+        try {
+          const n = await commitChunk(ctx, store, p.tenant_id, p.id);
+          if (n !== null) { committed++; records += n; }
+        } catch (err) {
+          ctx.log.warn({ chunk: p.id, tenant: p.tenant_id, err: (err as NodeJS.ErrnoException).code ?? (err as Error).message }, 'log chunk not committed; retried next run');
+        }
+      }
+      return { committed, records };
+    } finally {
+      await lockConn`select pg_advisory_unlock(hashtext('svc:log-archive'))`;
+    }
+  } finally {
+    lockConn.release();
+  }
+}
+
+/** Finishes one pending chunk; answers its record count once committed (null when there was nothing to commit). */
+async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chunkId: string): Promise<number | null> {
+  const { config, admission, meter } = ctx;
+  const repo = store.forTenant(tenantId).logArchive;
+  const chunk = await repo.chunk(chunkId);
+  if (!chunk || chunk.status !== 'pending') return null;
+  const logType = chunk.log_type as LogType;
+  const plane = chunk.plane as Plane;
+  const rows = await repo.chunkRecords(chunkId);
+  const kept: typeof rows = [];
+  for (const r of rows) {
+    const lane = r.lane as Lane;
+    // Records written inside a business transaction are admitted and metered here (buffered ones were on append).
+    if (!r.metered) {
+      if (lane !== 'critical' && !admission.admit(tenantId, logType, plane, lane)) { meter.count(tenantId, logType, plane, lane, 'dropped_records', 1); continue; }
+      meter.count(tenantId, logType, plane, lane, 'records', 1);
+      meter.count(tenantId, logType, plane, lane, 'bytes', Buffer.byteLength(JSON.stringify(r.body)));
+    }
+    kept.push(r);
+  }
+  if (!kept.length) {
+    await ctx.sql.begin(async (tx) => {
+      await tx`delete from log_records where tenant_id = ${tenantId} and chunk_id = ${chunkId}`;
+      await tx`delete from log_chunks where tenant_id = ${tenantId} and id = ${chunkId} and status = 'pending'`;
+    });
+    return null;
+  }
+  const registry = await ensureRegistry(config, repo, tenantId, chunk.log_type, chunk.plane);
+  const version = registry.active_version;
+  const key = await versionKey(config, repo, tenantId, registry.id, version);
+  const { plain, sha256 } = plaintextOf(kept.map((r) => ({ ts: Number(r.ts), tenant_id: tenantId, log_type: r.log_type, plane: r.plane, lane: r.lane, body: r.body })));
+  const obj = sealChunk(plain, key, { chunk_id: chunkId, tenant_id: tenantId, log_type: chunk.log_type, plane: chunk.plane, hour_start: Number(chunk.hour_start), key_registry_id: registry.id, key_version: version });
+  const okey = objectKey(chunk, version);
+  const dests = await destinationsOf(ctx.sql, repo);
+  const primary = primaryOf(dests);
+  // The catalog object first: without it nothing is committed and the chunk stays pending for the next run.
+  await writeObject(destinationDir(config, primary), okey, obj);
+  const delivered: ChunkRow['delivered'] = [];
+  for (const d of dests) {
+    if (d === primary) { delivered.push({ destination_id: d.id, ok: true }); continue; }
+    try {
+      if (d.kind === 'filesystem') { await writeObject(destinationDir(config, d), okey, obj); delivered.push({ destination_id: d.id, ok: true }); }
+      else {
+        const r = await postToSink(config, store.forTenant(d.tenant_id).logArchive, d, okey, obj, chunkId);
+        delivered.push({ destination_id: d.id, ok: r.ok, ...(r.status !== null ? { status: r.status } : {}), ...(r.error ? { error: r.error } : {}) });
+      }
+    } catch (err) {
+      delivered.push({ destination_id: d.id, ok: false, error: (err as NodeJS.ErrnoException).code ?? 'write failed' });
+    }
+  }
+  const done = await ctx.sql.begin(async (tx) => {
+    const r = await tx`update log_chunks set status = 'committed', record_count = ${kept.length}, byte_count = ${obj.length}, plain_bytes = ${plain.length},
+        sha256 = ${sha256}, key_registry_id = ${registry.id}, key_version = ${version}, object_key = ${okey}, destination_id = ${primary?.id ?? null},
+        delivered = ${tx.json(delivered as never)}, committed_at = now_ms()
+      where tenant_id = ${tenantId} and id = ${chunkId} and status = 'pending'`;
+    if (r.count === 0) return false;
+    await tx`delete from log_records where tenant_id = ${tenantId} and chunk_id = ${chunkId}`;
+    // A rotation between encryption and commit may have retired this version as unused: it is used now.
+    await tx`update log_key_versions set status = 'rewrap_required', updated_at = now_ms()
+      where tenant_id = ${tenantId} and registry_id = ${registry.id} and version = ${version} and status = 'retired'`;
+    return true;
+  });
+  if (!done) return null;
+  meter.count(tenantId, logType, plane, kept[0]!.lane as Lane, 'chunks', 1);
+  return kept.length;
+}

@@ -1,0 +1,81 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/index.js';
+import type { LogArchiveRepository } from '../store/log-archive.js';
+import type { Db } from '../store/sql.js';
+import { openChunk, sealChunk, sealVersionKey } from './chunk-crypto.js';
+import { objectKey, readChunk, versionKey } from './archive.js';
+import { destinationDir, removeObject, writeObject } from './destinations.js';
+
+export const LOG_ARCHIVE_QUEUE = 'log-archive';
+export const LOG_REWRAP_QUEUE = 'log-rewrap';
+export const REWRAP_ATTEMPTS = 5;
+export interface RewrapJobData { tenantId: string; jobId: string }
+
+/**
+ * Makes a new active version of a registry (in the caller's transaction, registry row locked). The
+ * previous active version becomes `rewrap_required` when chunks use it, else `retired`.
+ */
+export async function rotateRegistry(config: Config, repo: LogArchiveRepository, tenantId: string, registryId: string)
+  : Promise<{ from: number; to: number; previous_status: 'rewrap_required' | 'retired' }> {
+  const reg = (await repo.registry(registryId, true))!;
+  const versions = await repo.versions(registryId);
+  const next = Math.max(...versions.map((v) => v.version)) + 1;
+  const from = reg.active_version;
+  await repo.addVersion(registryId, next, sealVersionKey(config.keyEncryptionKey, tenantId, registryId, next));
+  const used = await repo.chunksUsing(registryId, from);
+  const previous_status = used > 0 ? 'rewrap_required' : 'retired';
+  // A compromised version stays compromised until no chunk uses it.
+  await repo.setVersionStatus(registryId, from, previous_status, ['active']);
+  return { from, to: next, previous_status };
+}
+
+/** A stale or compromised version no chunk uses any more is retired. */
+export async function retireIfUnused(repo: LogArchiveRepository, registryId: string, version: number): Promise<boolean> {
+  if ((await repo.chunksUsing(registryId, version)) > 0) return false;
+  return repo.setVersionStatus(registryId, version, 'retired', ['rewrap_required', 'compromised']);
+}
+
+/**
+ * One rewrap job: decrypt the chunk under its old version, re-encrypt it under the registry's active
+ * version to a new object, verify the new object's plaintext sha256, swap the catalog entry in one
+ * statement (compare-and-swap on the old version), then delete the old object. A kill at any step
+ * leaves the catalog on the old object (still there) or on the new one (already written): never lost.
+ */
+export async function runRewrap(ctx: { store: Store; sql: Db; config: Config; log: Logger }, tenantId: string, jobId: string): Promise<string> {
+  const { config } = ctx;
+  const repo = ctx.store.forTenant(tenantId).logArchive;
+  const job = await repo.rewrapJob(jobId);
+  if (!job || job.status === 'succeeded' || job.status === 'failed') return job?.status ?? 'gone';
+  await repo.setRewrapStatus(jobId, 'running');
+  const chunk = await repo.chunk(job.chunk_id);
+  if (!chunk || chunk.status !== 'committed') { await repo.setRewrapStatus(jobId, 'failed', { error: 'chunk not found' }); return 'failed'; }
+  const reg = (await repo.registry(job.key_registry_id))!;
+  const active = reg.active_version;
+  const dest = chunk.destination_id ? await repo.destination(chunk.destination_id) : null;
+  const dir = destinationDir(config, dest);
+  const oldKey = objectKey(chunk, job.from_version);
+  const copies = await Promise.all(chunk.delivered.filter((d) => d.ok && d.destination_id !== chunk.destination_id).map((d) => repo.destination(d.destination_id)));
+  const fsCopies = copies.filter((d) => d?.kind === 'filesystem').map((d) => destinationDir(config, d!));
+  if (chunk.key_version === active || chunk.key_version !== job.from_version) {
+    // Swapped already (a run killed after the swap): finish the cleanup.
+    if (chunk.key_version !== job.from_version) for (const d of [dir, ...fsCopies]) await removeObject(d, oldKey);
+    await repo.setRewrapStatus(jobId, 'succeeded', { toVersion: chunk.key_version! });
+    await retireIfUnused(repo, job.key_registry_id, job.from_version);
+    return 'succeeded';
+  }
+  const { plain, sha256 } = await readChunk(config, repo, chunk);
+  const key = await versionKey(config, repo, tenantId, reg.id, active);
+  const obj = sealChunk(plain, key, { chunk_id: chunk.id, tenant_id: tenantId, log_type: chunk.log_type, plane: chunk.plane, hour_start: Number(chunk.hour_start), key_registry_id: reg.id, key_version: active });
+  if (openChunk(obj, () => key).sha256 !== sha256 || sha256 !== chunk.sha256) throw new Error('re-encrypted chunk does not verify');
+  const newKey = objectKey(chunk, active);
+  await writeObject(dir, newKey, obj);
+  for (const d of fsCopies) await writeObject(d, newKey, obj);
+  const swapped = await ctx.sql`update log_chunks set key_version = ${active}, object_key = ${newKey}, byte_count = ${obj.length}
+    where tenant_id = ${tenantId} and id = ${chunk.id} and status = 'committed' and key_version = ${job.from_version}`;
+  if (swapped.count === 0) throw new Error('chunk changed during rewrap');
+  for (const d of [dir, ...fsCopies]) await removeObject(d, oldKey);
+  await repo.setRewrapStatus(jobId, 'succeeded', { toVersion: active });
+  await retireIfUnused(repo, job.key_registry_id, job.from_version);
+  return 'succeeded';
+}

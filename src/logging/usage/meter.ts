@@ -1,0 +1,76 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../log.js';
+import { redisKeys } from '../../store/redis-keys.js';
+import type { Lane, LogType, Plane, UsageMeter, UsageMetric } from '../types.js';
+
+/** How long a minute's counters stay in Redis after the minute (the rollup reads them until then). */
+export const MINUTE_RETENTION_MS = 2 * 3_600_000;
+const SEP = '\t';
+
+/** The field of a counter in its minute hash (see redisKeys.logUsageMinute). */
+export function counterField(tenantId: string, tenantKey: string, logType: string, plane: string, lane: string, metric: string): string {
+  return [tenantId, tenantKey, logType, plane, lane, metric].join(SEP);
+}
+export function parseField(f: string): { tenant_id: string; tenant_key: string; log_type: string; plane: string; lane: string; metric_name: string } | null {
+  const p = f.split(SEP);
+  if (p.length !== 6) return null;
+  return { tenant_id: p[0]!, tenant_key: p[1]!, log_type: p[2]!, plane: p[3]!, lane: p[4]!, metric_name: p[5]! };
+}
+
+/**
+ * Counts usage in process memory per (minute, counter) and flushes it in one MULTI (HINCRBY per counter,
+ * ZADD of the minutes, PEXPIRE) every `flushMs`: never a round trip per record. A failed flush puts the
+ * counts back for the next one. A lifecycle resource (start/close; close flushes what is left).
+ */
+export class RedisUsageMeter implements UsageMeter {
+  private pending = new Map<number, Map<string, number>>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+
+  constructor(private readonly redis: Redis, private readonly log: Logger, private readonly flushMs: number, private readonly now: () => number = Date.now) {}
+
+  count(tenantId: string, logType: LogType, plane: Plane, lane: Lane, metric: UsageMetric, n: number): void {
+    if (!(n > 0)) return;
+    const minute = Math.floor(this.now() / 60_000) * 60_000;
+    let m = this.pending.get(minute);
+    if (!m) this.pending.set(minute, (m = new Map()));
+    const f = counterField(tenantId, '', logType, plane, lane, metric);
+    m.set(f, (m.get(f) ?? 0) + n);
+  }
+
+  start(): void {
+    this.timer = setInterval(() => { void this.flush(); }, this.flushMs);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing.then(() => this.flush());
+    if (!this.pending.size) return Promise.resolve();
+    const batch = this.pending;
+    this.pending = new Map();
+    const multi = this.redis.multi();
+    for (const [minute, counters] of batch) {
+      const key = redisKeys.logUsageMinute(minute);
+      for (const [f, n] of counters) multi.hincrby(key, f, n);
+      multi.zadd(redisKeys.logUsageMinutes, minute, String(minute));
+      multi.pexpireat(key, minute + 60_000 + MINUTE_RETENTION_MS + 3_600_000);
+    }
+    this.flushing = multi.exec().then((res) => {
+      if (!res || res.some(([err]) => err)) throw new Error('usage flush failed');
+    }).catch((err: Error) => {
+      this.log.warn({ err: err.message }, 'log usage not flushed; retrying');
+      for (const [minute, counters] of batch) {
+        let m = this.pending.get(minute);
+        if (!m) this.pending.set(minute, (m = new Map()));
+        for (const [f, n] of counters) m.set(f, (m.get(f) ?? 0) + n);
+      }
+    }).finally(() => { this.flushing = undefined; });
+    return this.flushing;
+  }
+}

@@ -1,0 +1,38 @@
+import type { Redis } from 'ioredis';
+import { newId } from '../../store/ids.js';
+import { governanceQueries, type MinuteValue } from '../../store/log-governance.js';
+import { redisKeys } from '../../store/redis-keys.js';
+import type { Sql } from '../../store/sql.js';
+import { MINUTE_RETENTION_MS, parseField } from './meter.js';
+
+/**
+ * Rolls the Redis minute counters into Postgres windows: each minute's absolute values are upserted as
+ * `minute` rows and the hour/day/month windows holding them recomputed from those rows (so a run
+ * repeated, or one that crashed half-way, writes the same). Windows that ended are `final`. Minutes
+ * older than MINUTE_RETENTION_MS are removed from Redis once rolled.
+ */
+export async function rollupUsage(sql: Sql, redis: Redis, now: number): Promise<{ minutes: number; counters: number }> {
+  const minutes = (await redis.zrange(redisKeys.logUsageMinutes, 0, -1)).map(Number);
+  if (!minutes.length) return { minutes: 0, counters: 0 };
+  const p = redis.pipeline();
+  for (const m of minutes) p.hgetall(redisKeys.logUsageMinute(m));
+  const res = (await p.exec()) ?? [];
+  const rows: MinuteValue[] = [];
+  minutes.forEach((minute, i) => {
+    const [err, h] = res[i] ?? [];
+    if (err || !h) return;
+    for (const [f, v] of Object.entries(h as Record<string, string>)) {
+      const k = parseField(f);
+      if (k) rows.push({ ...k, minute, value: Number(v) });
+    }
+  });
+  await governanceQueries.rollup(sql, rows, now, () => newId('lua'));
+  const old = minutes.filter((m) => m + 60_000 + MINUTE_RETENTION_MS < now);
+  if (old.length) {
+    const d = redis.multi();
+    for (const m of old) d.del(redisKeys.logUsageMinute(m));
+    d.zrem(redisKeys.logUsageMinutes, ...old.map(String));
+    await d.exec();
+  }
+  return { minutes: minutes.length, counters: rows.length };
+}
