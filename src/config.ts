@@ -22,6 +22,8 @@ export interface Config {
   readonly bodyLimitBytes: number;
   /** Requests in flight per HTTP process before excess is shed with 503. */
   readonly maxInflight: number;
+  /** Invalid check API keys allowed per client IP per minute, shared by every process (Redis); then 429. */
+  readonly checkKeyFailuresPerMinute: number;
   readonly region: string;
   readonly cryptoThreads: number;
   /** Where RSA/EC signature verification runs: inline on the event loop, or batched in the crypto pool. */
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     maxInflight: int('MAX_INFLIGHT', 2048, 1, 1_000_000),
+    checkKeyFailuresPerMinute: int('CHECK_KEY_FAILURES_PER_MINUTE', 30, 1, 1_000_000),
     region,
     // Measured on 2 cores (perf/RESULTS.md): one signing thread per CPU in each HTTP process beat CPUs - 1 and inline.
     cryptoThreads: int('CRYPTO_THREADS', cpus, 0, 64),

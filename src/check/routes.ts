@@ -16,14 +16,12 @@ import { recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
 type CheckItem = SchemaTypes['check.check-request'];
 type CheckAnswer = SchemaTypes['check.check-result'];
 
-/** Invalid check API keys allowed per client IP per minute (every process, Redis). */
-export const CHECK_KEY_FAILURES = { limit: 30, windowMs: 60_000 };
 
 /** Authenticates the check API key, checks the operation is allowed, then charges its rate limit. */
 async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op: Operation, cost: number): Promise<CheckKeyRow> {
   const presented = bearerToken(req);
   if (presented === undefined) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
-  const budget = [{ key: redisKeys.checkKeyFailIp(req.ip || 'unknown'), ...CHECK_KEY_FAILURES }];
+  const budget = [{ key: redisKeys.checkKeyFailIp(req.ip || 'unknown'), limit: deps.config.checkKeyFailuresPerMinute, windowMs: 60_000 }];
   await refuseWhenSpent(deps.redis, budget, 'Too many invalid check API keys from this address. Try again later.');
   const key = await findPresentedKey(deps.sql, hashKey, presented);
   if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) {
