@@ -42,8 +42,16 @@ const bExport = await srv.deps.store.forTenant(B.tenantId).userJobs.insert('exp_
 ok(await B.call('POST', '/api/admin/clients', { name: 'B approvals rs', grant_types: [], audience: 'https://b.iso.example' }), 'approvals audience');
 const bApproval: any = ok(await B.call('POST', '/api/admin/approvals', { request_surface: 's', requested_action: 'read', target_subject_type: 'user', target_subject_id: bUser.id, resource_class: 'c', reason_code: 'r', audience: 'https://b.iso.example', approvals: [{ step_key: 'a', side: 'admin_operator', subject_type: 'admin_user', method: 'portal_confirm' }] }), 'approval');
 const bTask = (await srv.deps.store.forTenant(B.tenantId).reviewTasks.insert({ taskType: 'import_warning', reasons: [], pendingChange: { email: 'b-task@example.com' } }))!;
+// B's log archive: a destination and a quota policy through B's API; a key registry, a committed chunk and a
+// rewrap job written as the log worker would (the archive run itself is covered by test/logging/).
+const bDest: any = (ok(await B.call('POST', '/api/admin/destinations', { name: 'B dest', kind: 'filesystem' }), 'destination') as any).destination;
+const bQuota: any = ok(await B.call('POST', '/api/admin/logging-policies/quotas', { metric_name: 'records', window_kind: 'hour', hard_limit: 10, enforcement_mode: 'observe' }), 'quota');
+const bRegistry = await srv.deps.store.forTenant(B.tenantId).logArchive.ensureRegistry('lkr_b_iso', 'admin_audit', 'control', () => Buffer.alloc(60));
+await srv.deps.sql`insert into log_chunks (tenant_id, id, log_type, plane, hour_start, status, record_count) values (${B.tenantId}, 'lch_b_iso', 'admin_audit', 'control', 0, 'committed', 1)`;
+await srv.deps.sql`insert into log_rewrap_jobs (tenant_id, id, batch_id, key_registry_id, chunk_id, from_version) values (${B.tenantId}, 'lrw_b_iso', 'lrb_b_iso', ${bRegistry.id}, 'lch_b_iso', 1)`;
 
-const secrets = [bApproval.public_request_id, B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id, bTask.id, bImport.id, bExport.id];
+for (const [what, id] of Object.entries({ bDest: bDest?.id, bQuota: bQuota?.id, bRegistry: bRegistry.id })) if (typeof id !== 'string') throw new Error(`no id for ${what}`);
+const secrets = [bApproval.public_request_id, B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id, bTask.id, bImport.id, bExport.id, bDest.id, bQuota.id, bRegistry.id, 'lch_b_iso', 'lrb_b_iso'];
 
 /** B's id for each path parameter, by the route's path. */
 function fill(path: string): string {
@@ -56,6 +64,11 @@ function fill(path: string): string {
               : path.startsWith('/api/admin/webhooks') ? bHook.id
                 : path.startsWith('/api/admin/tenants') ? B.tenantId : 'unmapped';
   if (path.startsWith('/api/admin/user-imports')) return path.replace(':id', bImport.id);
+  if (path.startsWith('/api/admin/destinations')) return path.replace(':id', bDest.id);
+  if (path.startsWith('/api/admin/logging-policies/quotas')) return path.replace(':id', bQuota.id);
+  if (path.startsWith('/api/admin/admin-logging/key-registries')) return path.replace(':id', bRegistry.id).replace(':version', '1');
+  if (path.startsWith('/api/admin/admin-logging/chunks')) return path.replace(':id', 'lch_b_iso');
+  if (path.startsWith('/api/admin/admin-logging/rewrap-jobs')) return path.replace(':id', 'lrb_b_iso');
   if (path.startsWith('/api/admin/user-exports')) return path.replace(':id', bExport.id);
   if (path.startsWith('/api/admin/field-mapping/review-tasks')) return path.replace(':reviewTaskId', bTask.id);
   // Plugins are global (the registry); only their configuration is per tenant (checked by the row fingerprint).
@@ -106,6 +119,13 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/field-mapping/review-tasks/:reviewTaskId/transition': { body: { status: 'approved' } },
   'POST /api/admin/tenants': { body: { name: 'x' } },
   'PUT /api/admin/tenants/:id': { body: { name: 'pwned' } },
+  'PUT /api/admin/logging-policies/settings': { body: { token_decision_logging: true } },
+  'POST /api/admin/destinations': { body: { name: 'x', kind: 'filesystem' } },
+  'PATCH /api/admin/destinations/:id': { body: { name: 'pwned' } },
+  'POST /api/admin/destinations/:id/credentials/prepare': { body: { secret_value: 'pwned-secret-value' } },
+  'POST /api/admin/admin-logging/rewrap-jobs': { body: { key_registry_id: bRegistry.id }, b: true },
+  'POST /api/admin/logging-policies/quotas': { body: { metric_name: 'records', window_kind: 'hour', hard_limit: 10, enforcement_mode: 'observe' } },
+  'PATCH /api/admin/logging-policies/quotas/:id': { body: { hard_limit: 99 } },
 };
 /** Routes only platform admins may call: a tenant admin's listing is refused outright rather than filtered. */
 const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants']);
@@ -190,6 +210,9 @@ t.test("B's resources are unchanged", async (t) => {
   t.match((await B.call('GET', `/api/admin/user-imports/${bImport.id}`)).body, { status: 'queued' });
   t.match((await B.call('GET', `/api/admin/user-exports/${bExport.id}`)).body, { status: 'queued' });
   t.match((await B.call('GET', `/api/admin/field-mapping/review-tasks/${bTask.id}`)).body, { status: 'open', pending_fields: ['email'] });
+  const dest = await B.call('GET', `/api/admin/destinations/${bDest.id}`);
+  t.match(dest.body, { name: 'B dest', rotation_state: 'idle' }, JSON.stringify(dest.body));
+  t.match((await B.call('GET', `/api/admin/logging-policies/quotas/${bQuota.id}`)).body, { hard_limit: 10 });
 });
 
 t.test('every admin route is in /openapi.json with its permission, schemas and error responses', async (t) => {
