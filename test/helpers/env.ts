@@ -5,6 +5,22 @@ import t from 'tap';
 import { loadConfig, type Config } from '../../src/config.js';
 import { parseRedisTarget } from '../../src/store/redis-url.js';
 
+/**
+ * A test file whose tests have all ended must not hold the suite until tap's timeout because a connection
+ * was left open (seen once on the Redis Cluster under full parallel load; not reproduced alone). Fifteen
+ * seconds after the root test ends, the open sockets are printed (so the leak stays visible) and the file
+ * exits with the result it already reported.
+ */
+t.teardown(() => {
+  setTimeout(() => {
+    const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles()
+      .filter((h): h is net.Socket => h instanceof net.Socket && !(h as { _type?: string })._type && h.remotePort !== undefined)
+      .map((s) => `${s.remoteAddress}:${s.remotePort}`);
+    process.stderr.write(`open sockets 15 s after the last test: ${handles.join(', ') || 'none'}\n`);
+    process.exit();
+  }, 15_000).unref();
+});
+
 /** A short random name so each test file gets its own tenant, Redis prefix and queue names. */
 export function uniqueName(label: string): string {
   return `${label}-${randomBytes(4).toString('hex')}`;
