@@ -59,14 +59,16 @@ export async function readChunk(config: Config, repo: LogArchiveRepository, c: C
  * One archive run: claims unclaimed records into pending chunks (one per tenant, log_type, plane and
  * hour, at most LOG_CHUNK_MAX_RECORDS each), then finishes every pending chunk (a crashed run's
  * included): encrypt, write, commit, and only then delete its records (their acknowledgement). One
- * run at a time across processes (a session advisory lock, released if the process dies).
+ * run at a time across processes (an advisory lock, released if the process dies).
  */
 export async function runArchive(ctx: ArchiveCtx): Promise<{ committed: number; records: number } | null> {
-  const lockConn = await ctx.sql.reserve();
-  try {
-    const [got] = await lockConn<Array<{ ok: boolean }>>`select pg_try_advisory_lock(hashtext('svc:log-archive')) as ok`;
+  // The lock is transaction-scoped, held by an otherwise idle transaction for the run (and released if the
+  // process dies). Not sql.reserve() with a session lock: postgres.js never hands out a reserved connection
+  // it had to open while fetch_types is off (src/store/sql.ts), so the first run hung.
+  return ctx.sql.begin(async (lockTx) => {
+    const [got] = await lockTx<Array<{ ok: boolean }>>`select pg_try_advisory_xact_lock(hashtext('svc:log-archive')) as ok`;
     if (!got?.ok) return null;
-    try {
+    {
       for (let i = 0; i < 20; i++) {
         const n = await ctx.sql.begin((tx) => archiveQueries.claim(tx, ctx.config.logChunkMaxRecords, () => newId('lch')));
         if (n < ctx.config.logChunkMaxRecords) break;
@@ -84,12 +86,8 @@ export async function runArchive(ctx: ArchiveCtx): Promise<{ committed: number; 
         }
       }
       return { committed, records };
-    } finally {
-      await lockConn`select pg_advisory_unlock(hashtext('svc:log-archive'))`;
     }
-  } finally {
-    lockConn.release();
-  }
+  });
 }
 
 /** Finishes one pending chunk; answers its record count once committed (null when there was nothing to commit). */

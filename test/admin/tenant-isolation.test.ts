@@ -46,8 +46,8 @@ const bTask = (await srv.deps.store.forTenant(B.tenantId).reviewTasks.insert({ t
 // rewrap job written as the log worker would (the archive run itself is covered by test/logging/).
 const bDest: any = (ok(await B.call('POST', '/api/admin/destinations', { name: 'B dest', kind: 'filesystem' }), 'destination') as any).destination;
 const bQuota: any = ok(await B.call('POST', '/api/admin/logging-policies/quotas', { metric_name: 'records', window_kind: 'hour', hard_limit: 10, enforcement_mode: 'observe' }), 'quota');
-const bRegistry = await srv.deps.store.forTenant(B.tenantId).logArchive.ensureRegistry('lkr_b_iso', 'admin_audit', 'control', () => Buffer.alloc(60));
-await srv.deps.sql`insert into log_chunks (tenant_id, id, log_type, plane, hour_start, status, record_count) values (${B.tenantId}, 'lch_b_iso', 'admin_audit', 'control', 0, 'committed', 1)`;
+const bRegistry = await srv.deps.store.forTenant(B.tenantId).logArchive.ensureRegistry('lkr_b_iso', 'token', 'data', () => Buffer.alloc(60));
+await srv.deps.sql`insert into log_chunks (tenant_id, id, log_type, plane, hour_start, status, record_count) values (${B.tenantId}, 'lch_b_iso', 'token', 'data', 0, 'committed', 1)`;
 await srv.deps.sql`insert into log_rewrap_jobs (tenant_id, id, batch_id, key_registry_id, chunk_id, from_version) values (${B.tenantId}, 'lrw_b_iso', 'lrb_b_iso', ${bRegistry.id}, 'lch_b_iso', 1)`;
 
 for (const [what, id] of Object.entries({ bDest: bDest?.id, bQuota: bQuota?.id, bRegistry: bRegistry.id })) if (typeof id !== 'string') throw new Error(`no id for ${what}`);
@@ -139,7 +139,8 @@ const bTables = (await srv.deps.sql<{ table_name: string }[]>`
   select c.table_name from information_schema.columns c join information_schema.tables t using (table_schema, table_name)
   where c.table_schema = current_schema() and c.column_name = 'tenant_id' and t.table_type = 'BASE TABLE' order by 1`).map((r) => r.table_name);
 // Written asynchronously by B's own earlier changes (the outbox dispatcher), not by the sweep.
-const ASYNC_TABLES = new Set(['event_outbox', 'webhook_deliveries']);
+// The log tables too: the log worker of any test file archives B's audit records, meters them and checks health.
+const ASYNC_TABLES = new Set(['event_outbox', 'webhook_deliveries', 'log_records', 'log_chunks', 'log_key_registries', 'log_key_versions', 'log_destinations', 'log_quota_evaluations', 'log_usage_aggregates']);
 async function fingerprintB(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const table of bTables.filter((x) => !ASYNC_TABLES.has(x))) {

@@ -9,6 +9,8 @@ import t from 'tap';
 import { createLogger } from '../../src/log.js';
 import { openChunk, openVersionKey } from '../../src/logging/chunk-crypto.js';
 import { startLogWorker, type RunningLogWorker } from '../../workers/log-worker.js';
+import { migrate } from '../../src/store/migrate.js';
+import { tempDatabase } from '../helpers/db.js';
 import { startTestServer } from '../helpers/server.js';
 
 const workerFile = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/log-worker.js');
@@ -20,13 +22,18 @@ export async function logEnv(extra: Record<string, string> = {}) {
     LOG_ARCHIVE_DIR: path.join(root, 'archive'), LOG_SECRETS_DIR: path.join(root, 'secrets'), LOG_FLUSH_MS: '50', LOG_ARCHIVE_INTERVAL_MS: '300',
     LOG_DESTINATION_HEALTH_INTERVAL_MS: '500', LOG_CREDENTIAL_OVERLAP_MS: '2000', USER_JOB_LOCK_MS: '2000', ...extra,
   };
-  const srv = await startTestServer(ENV);
+  // A database of its own: the log worker archives every tenant's records in its database (one run at a
+  // time across processes), so a second test file's worker would take this file's records into its directory.
+  const db = await tempDatabase();
+  await migrate(db.sql);
+  const srv = await startTestServer({ ...ENV, DATABASE_URL: db.url });
   const children = new Set<ChildProcess>();
   const workers = new Set<RunningLogWorker>();
   t.teardown(async () => {
     for (const c of children) c.kill('SIGKILL');
     for (const w of workers) await w.close();
     await srv.close();
+    await db.drop();
     fs.rmSync(root, { recursive: true, force: true });
   });
   return {
