@@ -16,13 +16,16 @@ t.teardown(() => { process.stdout.write = write; });
 
 const srv = await startTestServer({ LOG_LEVEL: 'trace' });
 t.teardown(() => srv.close());
-const { call } = await adminOf(srv, ['admin:*'], 'fmprev');
+const { call, tenantId } = await adminOf(srv, ['admin:*'], 'fmprev');
 
 /** Rows of every table in the database: the preview must leave every count as it was. */
+/** Rows of this test's tenant in every table that has a tenant_id (other test files write the shared database meanwhile). */
 async function tableCounts(): Promise<Record<string, number>> {
-  const tables = await srv.deps.sql<{ t: string }[]>`select table_name as t from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE' order by 1`;
+  const tables = await srv.deps.sql<{ t: string }[]>`
+    select c.table_name as t from information_schema.columns c join information_schema.tables x using (table_schema, table_name)
+    where c.table_schema = 'public' and x.table_type = 'BASE TABLE' and c.column_name = 'tenant_id' order by 1`;
   const out: Record<string, number> = {};
-  for (const { t } of tables) out[t] = Number((await srv.deps.sql.unsafe(`select count(*)::int as n from "${t}"`))[0]!.n);
+  for (const { t } of tables) out[t] = Number((await srv.deps.sql.unsafe(`select count(*)::int as n from "${t}" where tenant_id = $1`, [tenantId]))[0]!.n);
   return out;
 }
 
