@@ -16,7 +16,7 @@ t.teardown(() => {
     const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles()
       .filter((h): h is net.Socket => h instanceof net.Socket && !(h as { _type?: string })._type && h.remotePort !== undefined)
       .map((s) => `${s.remoteAddress}:${s.remotePort}`);
-    process.stderr.write(`open sockets 15 s after the last test: ${handles.join(', ') || 'none'}\n`);
+    process.stderr.write(`${process.argv[1]}: open sockets 15 s after the last test: ${handles.join(', ') || 'none'}\n`);
     process.exit();
   }, 15_000).unref();
 });
