@@ -14,6 +14,11 @@ import { authorizeUrl, codeFor, pkce, sessionCookieFrom, startLoginEnv, uniqueEm
 // /token hands each grant only the parameters it declares: anything else a client sends (a parameter
 // of another grant, or one nobody defines) is ignored (RFC 6749 3.2) and never shows up in the answer.
 
+// Started before the first test: a teardown registered after a finished synchronous subtest never ran, and
+// the server's Redis and Postgres connections kept the file alive after its last test.
+const env = await startLoginEnv();
+t.teardown(() => env.close());
+
 t.test('the token endpoint passes a grant only what it declares', async (t) => {
   const form = { grant_type: 'refresh_token', refresh_token: 'rt.x', scope: 'read', audience: ['https://a.example'] as [string], code: 'c', foo: 'bar', client_secret: 's' };
   t.same(grantInput({ params: ['refresh_token', 'scope'] }, form), { refresh_token: 'rt.x', scope: 'read' });
@@ -26,8 +31,6 @@ t.test('the token endpoint passes a grant only what it declares', async (t) => {
   }
 });
 
-const env = await startLoginEnv();
-t.teardown(() => env.close());
 const { srv, sink, tenant } = env;
 const web = tenant.clients.web;
 const exchanger = tenant.clients.exchanger;
