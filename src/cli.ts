@@ -35,6 +35,15 @@ async function run(argv: string[]): Promise<number> {
       const { migrate } = await import('./store/migrate.js');
       const r = await migrate(sql);
       console.log(r.applied.length ? `applied ${r.applied.join(', ')}` : `up to date (${r.skipped} migrations)`);
+      // Personal data: partitions created, rows from before migration 0110 sealed (src/pii/).
+      const { PiiVault } = await import('./pii/vault.js');
+      const { sealLegacyUsers } = await import('./pii/legacy.js');
+      const vault = PiiVault.fromConfig(config, sql);
+      try {
+        await vault.partitions.ensure();
+        const sealed = await sealLegacyUsers(sql, vault);
+        if (sealed) console.log(`sealed the personal data of ${sealed} users`);
+      } finally { await vault.close(); }
       return 0;
     } finally { await sql.end({ timeout: 5 }); }
   }

@@ -68,7 +68,14 @@ export interface Config {
   readonly logCredentialOverlapMs: number;
   /** How often destinations are health-checked (ms). */
   readonly logDestinationHealthMs: number;
+  /**
+   * Where users' personal data lives (src/pii/): `default` plus PII_PARTITIONS (comma list); each a schema
+   * `pii_<name>` in the main database, or in PII_DATABASE_URL_<NAME> when that is set.
+   */
+  readonly piiPartitions: readonly PiiPartitionConfig[];
 }
+
+export interface PiiPartitionConfig { readonly name: string; readonly databaseUrl: string | undefined }
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -149,6 +156,12 @@ export function loadConfig(env: Env = process.env): Config {
   };
   const redisUrl = env.REDIS_CLUSTER_NODES ? redisAddress('REDIS_CLUSTER_NODES', clusterUrl(env.REDIS_CLUSTER_NODES)) : redisAddress('REDIS_URL', str('REDIS_URL', 'redis://127.0.0.1:6379'));
   const cpus = Math.max(1, os.availableParallelism());
+  const piiNames = ['default', ...str('PII_PARTITIONS', '').split(',').map((n) => n.trim()).filter((n) => n && n !== 'default')];
+  for (const n of piiNames) if (!/^[a-z][a-z0-9_]{0,30}$/.test(n)) problems.push(`PII_PARTITIONS entries must be 1 to 31 of a-z, 0-9 and "_", starting with a letter, got "${n}"`);
+  const piiPartitions = Object.freeze([...new Set(piiNames)].map((name) => {
+    const key = `PII_DATABASE_URL_${name.toUpperCase()}`;
+    return Object.freeze({ name, databaseUrl: env[key] ? url(key, '', ['postgres:', 'postgresql:']) : undefined });
+  }));
   const config: Config = {
     env: nodeEnv as Config['env'],
     host,
@@ -197,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     logChunkMaxRecords: int('LOG_CHUNK_MAX_RECORDS', 5000, 1, 1_000_000),
     logCredentialOverlapMs: int('LOG_CREDENTIAL_OVERLAP_MS', 86_400_000, 0, 30 * 86_400_000),
     logDestinationHealthMs: int('LOG_DESTINATION_HEALTH_INTERVAL_MS', 60_000, 100, 3_600_000),
+    piiPartitions,
     webauthnRpId: str('WEBAUTHN_RP_ID', new URL(issuer).hostname),
     webauthnOrigins: Object.freeze(str('WEBAUTHN_ORIGINS', new URL(issuer).origin).split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean)),
   };

@@ -1,5 +1,7 @@
 import { buildRouter } from './app.js';
 import type { Config } from './config.js';
+import { finishStaleMoves } from './pii/move.js';
+import { PiiVault } from './pii/vault.js';
 import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
 import { createLifecycle, type Lifecycle } from './lifecycle.js';
@@ -45,7 +47,16 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
       lifecycle.add('postgres read replica', { close: () => readSql.end({ timeout: 5 }) });
       replica = new ReadReplica(readSql, sql, redis);
     }
-    deps = { config, log, sql, store: new Store(sql, replica), redis, tokens, lifecycle };
+    const pii = PiiVault.fromConfig(config, sql);
+    // Partitions are created when missing; moves left by a crashed process are finished (not awaited by start).
+    lifecycle.add('pii partitions', {
+      start: async () => {
+        await pii.partitions.ensure();
+        void finishStaleMoves(sql, pii, 30_000).catch((err: Error) => log.warn({ err: err.message }, 'pii moves not finished; retried at next start'));
+      },
+      close: () => pii.close(),
+    });
+    deps = { config, log, sql, store: new Store(sql, pii, replica), redis, tokens, lifecycle };
     // Token decisions are buffered here and appended in batches; on only for tenants whose settings say so (cached).
     const logs = createLogPipeline(config, sql, log, (tenantId) => {
       const p = tokens.tenantSettings.get(tenantId);

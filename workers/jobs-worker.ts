@@ -12,6 +12,7 @@ import { Store } from '../src/store/index.js';
 import { USER_JOB_ATTEMPTS, USER_JOBS_QUEUE, type UserJobData } from '../src/imports/queue.js';
 import { runImport } from '../src/imports/run-import.js';
 import { runExport } from '../src/imports/run-export.js';
+import { PiiVault } from '../src/pii/vault.js';
 
 export const PLUGIN_HEALTH_QUEUE = 'plugin-health';
 
@@ -37,7 +38,7 @@ export async function startJobsWorker(config: Config, log: Logger): Promise<Runn
     return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.status]));
   }, { connection, prefix, concurrency: 1 });
   worker.on('error', (err) => log.warn({ err: err.message }, 'jobs worker error'));
-  const store = new Store(sql);
+  const store = new Store(sql, PiiVault.fromConfig(config, sql));
   // Imports and exports: one job at a time per process (each batch is a transaction). A killed
   // process's job is stalled and taken up again after the lock lapses; the import resumes at its checkpoint.
   const userJobs = new Worker<UserJobData>(USER_JOBS_QUEUE, async (job) => {

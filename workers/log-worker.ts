@@ -12,6 +12,7 @@ import { archiveQueries } from '../src/store/log-archive.js';
 import { closeRedis, createRedis } from '../src/store/redis.js';
 import { queuePrefix } from '../src/store/redis-keys.js';
 import { createSql } from '../src/store/sql.js';
+import { PiiVault } from '../src/pii/vault.js';
 
 export interface RunningLogWorker { close(): Promise<void> }
 
@@ -30,7 +31,7 @@ export async function startLogWorker(config: Config, log: Logger): Promise<Runni
   await g.start();
   const cache = createRedis(config, 'cache');
   cache.on('error', () => {});
-  const store = new Store(sql);
+  const store = new Store(sql, PiiVault.fromConfig(config, sql));
   const queue = new Queue(LOG_ARCHIVE_QUEUE, { connection: producer, prefix });
   const rewrapQueue = new Queue<RewrapJobData>(LOG_REWRAP_QUEUE, { connection: producer, prefix });
   queue.on('error', () => {});

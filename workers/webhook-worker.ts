@@ -11,6 +11,7 @@ import { createDeliveryQueue, createWorkerConnection, deliveryJobId, queuePrefix
 import { backoffMs } from '../src/webhooks/retry.js';
 import { webhookSecret } from '../src/webhooks/secret-box.js';
 import { postWebhook } from '../src/webhooks/sender.js';
+import { PiiVault } from '../src/pii/vault.js';
 
 export interface RunningWebhookWorker {
   close(): Promise<void>;
@@ -26,7 +27,7 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   queue.on('error', (err) => log.debug({ err: err.message }, 'queue producer error'));
   const relay = new OutboxRelay(sql, queue, producer, config.redisPrefix, log, opts.relay);
   const connection = createWorkerConnection(config);
-  const store = new Store(sql);
+  const store = new Store(sql, PiiVault.fromConfig(config, sql));
   const worker = new Worker<DeliveryJob>(WEBHOOK_QUEUE, (job, token) => deliver(job, token, { store, config, log, queue }), {
     connection, prefix: queuePrefix(config), concurrency: config.webhookConcurrency,
     // A crashed worker's active jobs are noticed as stalled after lockDuration and run again.

@@ -6,6 +6,7 @@ import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
 import { loggingRoutes } from './logging.js';
 import { loggingGovernanceRoutes } from './logging-governance.js';
+import { piiPartitionRoutes } from './pii-partitions.js';
 import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
@@ -22,6 +23,7 @@ export function adminRoutes(deps: Deps): Route[] {
     ...clientRoutes(deps),
     ...principalRoutes(deps),
     ...shardingRoutes(deps),
+    ...piiPartitionRoutes(deps),
     ...checkApiKeyRoutes(deps),
     ...policyRoutes(deps),
     ...approvalRoutes(deps),

@@ -362,7 +362,7 @@ export function loggingRoutes(deps: Deps): Route[] {
         const limit = body.limit ?? 100;
         const queued: string[] = [];
         const out = await mutate(async (tx) => {
-          const repo = new TenantStore(tx, owner).logArchive;
+          const repo = new TenantStore(tx, owner, deps.store.pii).logArchive;
           const reg = found(await repo.registry(body.key_registry_id), registryNotFound);
           const candidates = await repo.rewrapCandidates(reg.id, body.from_version);
           let skipped = candidates.filter((c) => c.open).length;

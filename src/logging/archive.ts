@@ -7,6 +7,7 @@ import type { Sql } from '../store/sql.js';
 import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } from './chunk-crypto.js';
 import { destinationDir, postToSink, readObject, writeObject } from './destinations.js';
 import type { Lane, LogAdmission, LogType, Plane, UsageMeter } from './types.js';
+import { PiiVault } from '../pii/vault.js';
 
 export interface ArchiveCtx { sql: Sql; config: Config; log: Logger; admission: LogAdmission; meter: UsageMeter }
 
@@ -75,7 +76,7 @@ export async function runArchive(ctx: ArchiveCtx): Promise<{ committed: number; 
       }
       let committed = 0;
       let records = 0;
-      const store = new Store(ctx.sql);
+      const store = new Store(ctx.sql, PiiVault.fromConfig(ctx.config, ctx.sql));
       for (const p of await archiveQueries.pending(ctx.sql, 1000)) {
         // One chunk that cannot be written (its destination is away) must not hold back the others: it stays pending.
         try {

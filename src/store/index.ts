@@ -13,6 +13,8 @@ import { RefreshTokenRepository } from './refresh-tokens.js';
 import { ReviewTaskRepository } from './review-tasks.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
+import type { PiiVault } from '../pii/vault.js';
+import { PiiSettingsRepository } from './pii-settings.js';
 import type { ReadReplica } from './replica.js';
 import type { Db, Sql, TxSql } from './sql.js';
 import { UserRepository } from './users.js';
@@ -25,13 +27,13 @@ import { WebhookRepository } from './webhooks.js';
  * network id). Bound to the pool or to a transaction.
  */
 export class TenantStore {
-  constructor(readonly db: Db, readonly tenantId: string) {}
+  constructor(readonly db: Db, readonly tenantId: string, readonly pii: PiiVault) {}
 
   get auditLog(): AuditLogRepository { return new AuditLogRepository(this.db, this.tenantId); }
   get roles(): RoleRepository { return new RoleRepository(this.db, this.tenantId); }
   get clients(): ClientRepository { return new ClientRepository(this.db, this.tenantId); }
   get principals(): PrincipalRepository { return new PrincipalRepository(this.db, this.tenantId); }
-  get users(): UserRepository { return new UserRepository(this.db, this.tenantId); }
+  get users(): UserRepository { return new UserRepository(this.db, this.tenantId, this.pii); }
   get policies(): PolicyRepository { return new PolicyRepository(this.db, this.tenantId); }
   get sharding(): ShardingRepository { return new ShardingRepository(this.db, this.tenantId); }
   get checkApiKeys(): CheckApiKeyRepository { return new CheckApiKeyRepository(this.db, this.tenantId); }
@@ -45,25 +47,26 @@ export class TenantStore {
   get userJobs(): UserJobRepository { return new UserJobRepository(this.db, this.tenantId); }
   get reviewTasks(): ReviewTaskRepository { return new ReviewTaskRepository(this.db, this.tenantId); }
   get logArchive(): LogArchiveRepository { return new LogArchiveRepository(this.db, this.tenantId); }
+  get piiSettings(): PiiSettingsRepository { return new PiiSettingsRepository(this.db, this.tenantId); }
   get logGovernance(): LogGovernanceRepository { return new LogGovernanceRepository(this.db, this.tenantId); }
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */
 export class Store {
-  constructor(readonly sql: Sql, readonly replica?: ReadReplica) {}
+  constructor(readonly sql: Sql, readonly pii: PiiVault, readonly replica?: ReadReplica) {}
 
-  forTenant(tenantId: string): TenantStore { return new TenantStore(this.sql, tenantId); }
+  forTenant(tenantId: string): TenantStore { return new TenantStore(this.sql, tenantId, this.pii); }
 
   /**
    * Repositories for reads that may lag a little (admin lists and gets, the audit log): on the read
    * replica when one is configured and it has replayed the last admin change, else on the primary.
    */
   async forReading(tenantId: string): Promise<TenantStore> {
-    return this.replica ? new TenantStore(await this.replica.forRead(), tenantId) : this.forTenant(tenantId);
+    return this.replica ? new TenantStore(await this.replica.forRead(), tenantId, this.pii) : this.forTenant(tenantId);
   }
 
   /** One transaction with the tenant's repositories bound to it. */
   transaction<T>(tenantId: string, fn: (store: TenantStore, tx: TxSql) => Promise<T>): Promise<T> {
-    return this.sql.begin((tx) => fn(new TenantStore(tx, tenantId), tx)) as Promise<T>;
+    return this.sql.begin((tx) => fn(new TenantStore(tx, tenantId, this.pii), tx)) as Promise<T>;
   }
 }

@@ -73,3 +73,11 @@ export function unixSocket(databaseUrl: string): { url: string; path: string | u
   u.searchParams.delete('host');
   return { url: u.toString(), path: `${dir.replace(/\/+$/, '')}/.s.PGSQL.${u.port || '5432'}` };
 }
+
+/**
+ * Buffers as a `bytea[]` parameter: a plain array of Buffers would be sent as one bytea, and an array of
+ * `\\x..` strings is text[], whose cast to bytea[] keeps the characters.
+ */
+export function byteaArray(db: Db, bufs: readonly Buffer[]): ReturnType<Db['array']> {
+  return db.array(bufs as never, 1001);
+}

@@ -1,5 +1,6 @@
 import { Queue, Worker } from 'bullmq';
 import type { Deps } from '../deps.js';
+import type { PiiVault } from '../pii/vault.js';
 import type { AuditActor } from '../store/audit-log.js';
 import { closeRedis, createRedis, hashTag, masters } from '../store/redis.js';
 import { queuePrefix, redisKeys } from '../store/redis-keys.js';
@@ -75,14 +76,18 @@ export async function purgeTenantKeys(deps: Pick<Deps, 'redis' | 'config'>, tena
  * deletion stays audited in the platform tenant). Its clients are evicted from every process's cache,
  * and its suspension mark is written again after the key purge, so its tokens stay refused.
  */
-export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 'log' | 'tokens'>, tenantId: string): Promise<boolean> {
+export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 'log' | 'tokens' | 'store'>, tenantId: string): Promise<boolean> {
   const t = await new TenantRepository(deps.sql, tenantId).get();
   if (!t || t.status !== 'deleting') return false;
   const clients = await deps.sql<{ client_id: string }[]>`select client_id from clients where tenant_id = ${tenantId}`;
   // Shard generations name clients, not tenants (no tenant_id): the tenant's clients' go with it.
   const clientIds = clients.map((c) => c.client_id);
   const shards = await deps.sql`delete from token_shard_generations where client_id = any(${clientIds}::text[])`;
-  const rows = shards.count + await purgeTenantRows(deps.sql, tenantId);
+  // Personal data in partitions of other databases first (those in this one go with the users' rows);
+  // the tenant's data key goes with tenant_data_keys, so anything missed could no longer be opened.
+  const pii = await purgeTenantPii(deps.store.pii, tenantId);
+  const rows = shards.count + pii + await purgeTenantRows(deps.sql, tenantId);
+  deps.store.pii.dataKeys.forget(tenantId);
   const keys = await purgeTenantKeys(deps, tenantId);
   await new TenantRepository(deps.sql, tenantId).setStatus('deleted');
   await deps.tokens.revocations.markTenant(tenantId, 'deleted');
@@ -90,6 +95,19 @@ export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 
   for (const c of clients) await deps.tokens.clients.changed(c.client_id);
   deps.log.info({ tenant: tenantId, rows, keys, actor: PURGER.id }, 'tenant purged');
   return true;
+}
+
+/** Deletes the tenant's PII rows in every partition that lives in its own database, in batches. */
+export async function purgeTenantPii(vault: PiiVault, tenantId: string): Promise<number> {
+  let total = 0;
+  for (const p of vault.partitions.all().filter((x) => !x.inMain)) {
+    for (;;) {
+      const r = await vault.onPartition(p, (s) => s`delete from ${s(p.table)} where ctid = any(array(select ctid from ${s(p.table)} where tenant_id = ${tenantId} limit ${BATCH}))`);
+      total += r.count;
+      if (r.count < BATCH) break;
+    }
+  }
+  return total;
 }
 
 /** Every tenant left in `deleting` (a purge interrupted by a crash). */

@@ -99,6 +99,8 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'PUT /api/admin/settings/refresh-token-sharding': { body: { shardCount: 16, clientId: bClient.client_id }, b: true },
   'PUT /api/admin/settings/auth-code-sharding': { body: { shardCount: 16 }, b: true },
   'PUT /api/admin/settings/login-lockout': { body: { max_failed_logins: 3 } },
+  'PUT /api/admin/settings/pii-partitions': { body: { policy_partition: null, use_residence: true, rules: [] } },
+  'POST /api/admin/users/:id/pii-partition': { body: { partition: 'default' } },
   'POST /api/admin/check-api-keys': { body: { name: 'x', client_id: bClient.client_id }, b: true },
   'POST /api/admin/admin-policies': { body: policyBody },
   'PUT /api/admin/admin-policies/:id': { body: { name: 'pwned' } },
@@ -129,7 +131,10 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
 };
 /** Routes only platform admins may call: a tenant admin's listing is refused outright rather than filtered. */
 const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants']);
-const queries: Record<string, string> = { 'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}` };
+const queries: Record<string, string> = {
+  'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}`,
+  'GET /api/admin/settings/pii-partitions/stats': `?tenant_id=${B.tenantId}`,
+};
 
 const routes = buildRouter(srv.deps).routes.filter((r) => r.path.startsWith('/api/admin/'));
 

@@ -2,6 +2,8 @@ import t from 'tap';
 import { Store, type TenantStore } from '../../src/store/index.js';
 import { createSql, type Sql } from '../../src/store/sql.js';
 import { uniqueName } from './env.js';
+import { PiiVault } from '../../src/pii/vault.js';
+import { loadConfig } from '../../src/config.js';
 
 export interface TwoTenants { sql: Sql; store: Store; tenantA: string; tenantB: string; A: TenantStore; B: TenantStore }
 
@@ -12,7 +14,7 @@ export interface TwoTenants { sql: Sql; store: Store; tenantA: string; tenantB: 
  */
 export async function twoTenants(label: string, cleanup?: (sql: Sql, tenants: [string, string]) => Promise<unknown>): Promise<TwoTenants> {
   const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 4 });
-  const store = new Store(sql);
+  const store = new Store(sql, PiiVault.fromConfig(loadConfig(), sql));
   const tenantA = uniqueName(`${label}-a`);
   const tenantB = uniqueName(`${label}-b`);
   await sql`insert into tenants (id, name) values (${tenantA}, ${tenantA}), (${tenantB}, ${tenantB})`;

@@ -2,11 +2,13 @@ import t from 'tap';
 import { Store, type TenantStore } from '../../src/store/index.js';
 import { createSql } from '../../src/store/sql.js';
 import { uniqueName } from '../helpers/env.js';
+import { PiiVault } from '../../src/pii/vault.js';
+import { loadConfig } from '../../src/config.js';
 
 // Two tenants (Hydra's persister_nid_test): A's approval requests, steps, grants, tokens and artifacts
 // cannot be read, listed, decided, revoked or consumed through B's repository.
 const sql = createSql({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test', databasePoolSize: 4 });
-const store = new Store(sql);
+const store = new Store(sql, PiiVault.fromConfig(loadConfig(), sql));
 const tA = uniqueName('nid-a');
 const tB = uniqueName('nid-b');
 await sql`insert into tenants (id, name) values (${tA}, ${tA}), (${tB}, ${tB})`;

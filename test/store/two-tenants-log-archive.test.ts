@@ -5,6 +5,8 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
+import { PiiVault } from '../../src/pii/vault.js';
+import { loadConfig } from '../../src/config.js';
 
 // What tenant A's log archive repository holds (registries and versions, destinations and credentials,
 // chunks and their records, rewrap jobs), tenant B's cannot read, list, change or delete.
@@ -15,7 +17,7 @@ await migrate(db.sql);
 const sql = db.sql;
 const [tenantA, tenantB] = [uniqueName('logarch-a'), uniqueName('logarch-b')];
 for (const id of [tenantA, tenantB]) await sql`insert into tenants (id, name) values (${id}, ${id})`;
-const store = new Store(sql);
+const store = new Store(sql, PiiVault.fromConfig(loadConfig(), sql));
 const a = store.forTenant(tenantA).logArchive;
 const b = store.forTenant(tenantB).logArchive;
 

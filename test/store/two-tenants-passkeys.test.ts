@@ -11,7 +11,7 @@ const { sql, tenantA, tenantB, A, B } = await twoTenants('pk');
 const userA = newId('u');
 const userB = newId('u');
 const client = newId('c');
-await sql`insert into users (id, tenant_id, email) values (${userA}, ${tenantA}, ${`${userA}@example.com`}), (${userB}, ${tenantB}, ${`${userB}@example.com`})`;
+await sql`insert into users (id, tenant_id) values (${userA}, ${tenantA}), (${userB}, ${tenantB})`;
 await sql`insert into clients (client_id, tenant_id, name) values (${client}, ${tenantA}, 'A client')`;
 
 const credentialId = `cred-${newId('x')}`;

@@ -3,13 +3,15 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
+import { PiiVault } from '../../src/pii/vault.js';
+import { loadConfig } from '../../src/config.js';
 
 // Plugin settings are per tenant: B's repository cannot read A's settings or sealed secrets, and B
 // disabling or configuring a plugin leaves A's plugin as it was.
 const db = await tempDatabase();
 t.teardown(db.drop);
 await migrate(db.sql);
-const store = new Store(db.sql);
+const store = new Store(db.sql, PiiVault.fromConfig(loadConfig(), db.sql));
 const [a, b] = [uniqueName('plg-a'), uniqueName('plg-b')];
 for (const id of [a, b]) await db.sql`insert into tenants (id, name) values (${id}, ${id})`;
 const A = store.forTenant(a).plugins;

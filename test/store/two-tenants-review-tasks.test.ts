@@ -3,6 +3,8 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
+import { PiiVault } from '../../src/pii/vault.js';
+import { loadConfig } from '../../src/config.js';
 
 // In the manner of Hydra's persister_nid_test: tenant B's review-task repository cannot read, list,
 // transition or take over the Idempotency-Keys of A's tasks, and A's data is the same afterwards.
@@ -10,7 +12,7 @@ const db = await tempDatabase();
 t.teardown(db.drop);
 await migrate(db.sql);
 const sql = db.sql;
-const store = new Store(sql);
+const store = new Store(sql, PiiVault.fromConfig(loadConfig(), sql));
 const [a, b] = [uniqueName('rvt-a'), uniqueName('rvt-b')];
 for (const id of [a, b]) await sql`insert into tenants (id, name) values (${id}, ${id})`;
 const A = store.forTenant(a).reviewTasks;

@@ -18,7 +18,7 @@ const generation = { generation: 1, shardCount: 16 };
 const userA = newId('u');
 const clientA = newId('c');
 const clientB = newId('c');
-await sql`insert into users (id, tenant_id, email) values (${userA}, ${tenantA}, ${`${userA}@example.com`})`;
+await sql`insert into users (id, tenant_id) values (${userA}, ${tenantA})`;
 await sql`insert into clients (client_id, tenant_id, name) values (${clientA}, ${tenantA}, 'A client'), (${clientB}, ${tenantB}, 'B client')`;
 await A.consents.upsert({ userId: userA, clientId: clientA, scopes: ['openid', 'read'], policy });
 const firstA = await storeRefreshToken(sql, { tenantId: tenantA, clientId: clientA, sub: userA, scope: 'read', accessJti: 'jti-a1', authTime: null, ttlSeconds: 3600, generation });

@@ -4,13 +4,15 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
+import { PiiVault } from '../../src/pii/vault.js';
+import { loadConfig } from '../../src/config.js';
 
 // Import/export jobs are per tenant: B's repository cannot read, list, start, cancel, checkpoint or
 // download A's jobs, nor read A's file or row outcomes, and A's job is the same afterwards.
 const db = await tempDatabase();
 t.teardown(db.drop);
 await migrate(db.sql);
-const store = new Store(db.sql);
+const store = new Store(db.sql, PiiVault.fromConfig(loadConfig(), db.sql));
 const [a, b] = [uniqueName('uj-a'), uniqueName('uj-b')];
 for (const id of [a, b]) await db.sql`insert into tenants (id, name) values (${id}, ${id})`;
 const A = store.forTenant(a).userJobs;

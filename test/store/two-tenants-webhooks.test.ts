@@ -11,6 +11,8 @@ import { planDeliveries } from '../../src/webhooks/fan-out.js';
 import { sealWebhookSecret, webhookSecret } from '../../src/webhooks/secret-box.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
+import { PiiVault } from '../../src/pii/vault.js';
+import { loadConfig } from '../../src/config.js';
 
 // In the manner of Hydra's persister_nid_test: what tenant A's webhook repository creates, tenant B's
 // cannot read, list, change, delete or retry, and A's data is the same afterwards. A database of its
@@ -19,7 +21,7 @@ const db = await tempDatabase();
 t.teardown(db.drop);
 await migrate(db.sql);
 const sql = db.sql;
-const store = new Store(sql);
+const store = new Store(sql, PiiVault.fromConfig(loadConfig(), sql));
 const kek = randomBytes(32);
 const [a, b] = [uniqueName('wh-a'), uniqueName('wh-b')];
 for (const id of [a, b]) await sql`insert into tenants (id, name) values (${id}, ${id})`;
