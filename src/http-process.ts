@@ -15,6 +15,7 @@ import { closeRedis, createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
 import { ReadReplica } from './store/replica.js';
 import { createSql } from './store/sql.js';
+import { configureFieldSealing } from './pii/fields.js';
 
 export interface RunningHttp {
   port: number;
@@ -30,6 +31,7 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
   // Registered first, closed last: everything below may use the storage clients while it closes.
   const lifecycle = createLifecycle(log);
   const sql = createSql(config);
+  configureFieldSealing(config.keyEncryptionKey);
   lifecycle.add('postgres', { close: () => sql.end({ timeout: 5 }) });
   const redis = createRedis(config, 'cache');
   redis.on('error', (err) => log.debug({ err: err.message }, 'redis error'));

@@ -13,6 +13,7 @@ import { USER_JOB_ATTEMPTS, USER_JOBS_QUEUE, type UserJobData } from '../src/imp
 import { runImport } from '../src/imports/run-import.js';
 import { runExport } from '../src/imports/run-export.js';
 import { PiiVault } from '../src/pii/vault.js';
+import { configureFieldSealing } from '../src/pii/fields.js';
 
 export const PLUGIN_HEALTH_QUEUE = 'plugin-health';
 
@@ -25,6 +26,7 @@ export interface RunningJobsWorker { close(): Promise<void> }
  */
 export async function startJobsWorker(config: Config, log: Logger): Promise<RunningJobsWorker> {
   const sql = createSql(config);
+  configureFieldSealing(config.keyEncryptionKey);
   const cache = createRedis(config, 'cache');
   const producer = createRedis(config, 'producer');
   const connection = createRedis(config, 'worker');

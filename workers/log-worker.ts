@@ -13,6 +13,7 @@ import { closeRedis, createRedis } from '../src/store/redis.js';
 import { queuePrefix } from '../src/store/redis-keys.js';
 import { createSql } from '../src/store/sql.js';
 import { PiiVault } from '../src/pii/vault.js';
+import { configureFieldSealing } from '../src/pii/fields.js';
 
 export interface RunningLogWorker { close(): Promise<void> }
 
@@ -24,6 +25,7 @@ export interface RunningLogWorker { close(): Promise<void> }
  */
 export async function startLogWorker(config: Config, log: Logger): Promise<RunningLogWorker> {
   const sql = createSql(config);
+  configureFieldSealing(config.keyEncryptionKey);
   const producer = createRedis(config, 'producer');
   const connection = createRedis(config, 'worker');
   const prefix = queuePrefix(config);

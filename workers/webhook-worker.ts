@@ -12,6 +12,8 @@ import { backoffMs } from '../src/webhooks/retry.js';
 import { webhookSecret } from '../src/webhooks/secret-box.js';
 import { postWebhook } from '../src/webhooks/sender.js';
 import { PiiVault } from '../src/pii/vault.js';
+import { openFields } from '../src/pii/fields.js';
+import { configureFieldSealing } from '../src/pii/fields.js';
 
 export interface RunningWebhookWorker {
   close(): Promise<void>;
@@ -23,6 +25,7 @@ export interface RunningWebhookWorker {
  */
 export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions } = {}): Promise<RunningWebhookWorker> {
   const sql = createSql(config);
+  configureFieldSealing(config.keyEncryptionKey);
   const { queue, connection: producer } = createDeliveryQueue(config);
   queue.on('error', (err) => log.debug({ err: err.message }, 'queue producer error'));
   const relay = new OutboxRelay(sql, queue, producer, config.redisPrefix, log, opts.relay);
@@ -68,7 +71,8 @@ async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store
     await job.moveToDelayed(Number(d.next_attempt_at), token);
     throw new DelayedError();
   }
-  const body = JSON.stringify({ event: d.request_body.event, timestamp: d.request_body.timestamp, data: d.request_body.data });
+  // Addresses are sealed at rest; the receiver gets them in clear (over its HTTPS).
+  const body = JSON.stringify({ event: d.request_body.event, timestamp: d.request_body.timestamp, data: openFields(d.tenant_id, d.request_body.data) });
   const headers = deliveryHeaders({ secret: webhookSecret(w, config.keyEncryptionKey), event: d.event, deliveryId, body, custom: w.headers });
   const startedAt = Date.now();
   const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, config.webhookAllowPrivate);

@@ -1,4 +1,5 @@
 import type { AuditRow } from '../store/audit-log.js';
+import { openFields, openValue } from '../pii/fields.js';
 
 export type { AuditResult, AuditSeverity, AuditInput, AuditRow } from '../store/audit-log.js';
 
@@ -6,7 +7,9 @@ export type { AuditResult, AuditSeverity, AuditInput, AuditRow } from '../store/
 export const AUDIT_SENSITIVE = 'admin:audit-log:read-sensitive';
 
 /** The spec's audit entry; before/after only for callers allowed to see them. */
-export function auditView(r: AuditRow, sensitive: boolean): Record<string, unknown> {
+export function auditView(sealed: AuditRow, sensitive: boolean): Record<string, unknown> {
+  const r = { ...sealed, admin_email: openValue(sealed.tenant_id, sealed.admin_email), metadata: openFields(sealed.tenant_id, sealed.metadata),
+    before: openFields(sealed.tenant_id, sealed.before), after: openFields(sealed.tenant_id, sealed.after) };
   const out: Record<string, unknown> = {
     id: r.id, tenant_id: r.tenant_id, admin_user_id: r.admin_user_id, admin_email: r.admin_email, admin_user_name: r.admin_user_name,
     actor_type: r.actor_type, actor_id: r.actor_id, actor_display_name: r.actor_display_name, action: r.action,

@@ -1,6 +1,7 @@
 import { insertLogRecords } from '../store/log-archive.js';
 import type { Sql, TxSql } from '../store/sql.js';
 import { isEventName, type EventName } from './names.js';
+import { sealFields } from '../pii/fields.js';
 
 /** Channel the relay LISTENs on (the outbox insert trigger of migration 0040 names it too); delivered at commit. */
 export const OUTBOX_CHANNEL = 'svc_outbox';
@@ -30,6 +31,8 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
   }
   // An empty insert would still fire the outbox trigger's NOTIFY.
   if (!events.length) return;
+  // Addresses in event data are sealed at rest; the webhook worker opens them for the receiver.
+  events = events.map((e) => ({ ...e, data: sealFields(e.tenantId, e.data) }));
   // In order: ids follow the array, so receivers see user.created before auth.login.
   await tx`insert into event_outbox (tenant_id, event, data)
            select t, e, d::jsonb from unnest(${events.map((e) => e.tenantId)}::text[], ${events.map((e) => e.event)}::text[], ${events.map((e) => JSON.stringify(e.data))}::text[])
@@ -46,7 +49,7 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
 /** One event whose outbox id the caller keeps (a log quota notification's notification_event_id). */
 export async function recordEventReturningId(tx: TxSql, e: DomainEvent): Promise<string> {
   if (!isEventName(e.event)) throw new TypeError(`unknown event name "${String(e.event)}"`);
-  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(e.data as never)}) returning id::text`;
+  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(sealFields(e.tenantId, e.data) as never)}) returning id::text`;
   return r!.id;
 }
 

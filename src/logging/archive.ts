@@ -8,6 +8,7 @@ import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } fro
 import { destinationDir, postToSink, readObject, writeObject } from './destinations.js';
 import type { Lane, LogAdmission, LogType, Plane, UsageMeter } from './types.js';
 import { PiiVault } from '../pii/vault.js';
+import { openFields } from '../pii/fields.js';
 
 export interface ArchiveCtx { sql: Sql; config: Config; log: Logger; admission: LogAdmission; meter: UsageMeter }
 
@@ -121,7 +122,7 @@ async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chun
   const registry = await ensureRegistry(config, repo, tenantId, chunk.log_type, chunk.plane);
   const version = registry.active_version;
   const key = await versionKey(config, repo, tenantId, registry.id, version);
-  const { plain, sha256 } = plaintextOf(kept.map((r) => ({ ts: Number(r.ts), tenant_id: tenantId, log_type: r.log_type, plane: r.plane, lane: r.lane, body: r.body })));
+  const { plain, sha256 } = plaintextOf(kept.map((r) => ({ ts: Number(r.ts), tenant_id: tenantId, log_type: r.log_type, plane: r.plane, lane: r.lane, body: openFields(tenantId, r.body) })));
   const obj = sealChunk(plain, key, { chunk_id: chunkId, tenant_id: tenantId, log_type: chunk.log_type, plane: chunk.plane, hour_start: Number(chunk.hour_start), key_registry_id: registry.id, key_version: version });
   const okey = objectKey(chunk, version);
   const dests = await destinationsOf(ctx.sql, repo);

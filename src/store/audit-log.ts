@@ -2,6 +2,7 @@ import type { Cursor } from './cursor.js';
 import { newId } from './ids.js';
 import { insertLogRecords } from './log-archive.js';
 import type { Db } from './sql.js';
+import { sealFields, sealValue } from '../pii/fields.js';
 
 export type AuditResult = 'success' | 'failure';
 export type AuditSeverity = 'debug' | 'info' | 'warn' | 'error' | 'critical';
@@ -45,20 +46,22 @@ export class AuditLogRepository {
   async record(actor: AuditActor, e: AuditInput): Promise<string> {
     const db = this.db;
     const id = e.id ?? newId('aud');
-    const json = (v: unknown) => (v === undefined || v === null ? null : db.json(JSON.parse(JSON.stringify(v)) as never));
+    // Addresses (the actor's, a user's in before/after) are sealed at rest; auditView opens them.
+    const seal = <T>(v: T): T => sealFields(this.tenantId, v);
+    const json = (v: unknown) => (v === undefined || v === null ? null : db.json(seal(JSON.parse(JSON.stringify(v))) as never));
     await db`
       insert into admin_audit_log (tenant_id, id, admin_user_id, admin_email, admin_user_name, actor_type, actor_id, actor_display_name,
         action, resource_type, resource_id, result, severity, metadata, before, after)
-      values (${this.tenantId}, ${id}, ${actor.id}, ${actor.email ?? ''}, ${actor.type === 'user' ? actor.displayName : null},
+      values (${this.tenantId}, ${id}, ${actor.id}, ${actor.email ? sealValue(this.tenantId, actor.email) : ''}, ${actor.type === 'user' ? actor.displayName : null},
         ${actor.type}, ${actor.id}, ${actor.displayName}, ${e.action}, ${e.resourceType}, ${e.resourceId ?? ''},
-        ${e.result ?? 'success'}, ${e.severity ?? (e.result === 'failure' ? 'warn' : 'info')}, ${db.json((e.metadata ?? {}) as never)},
+        ${e.result ?? 'success'}, ${e.severity ?? (e.result === 'failure' ? 'warn' : 'info')}, ${db.json(seal(e.metadata ?? {}) as never)},
         ${json(e.before)}, ${json(e.after)})`;
     // The entry as a critical log record, in the same transaction: archived if and only if it committed.
     await insertLogRecords(db, [{
       tenantId: this.tenantId, logType: 'admin_audit', plane: 'control', lane: 'critical', ts: Date.now(),
       body: { id, actor_type: actor.type, actor_id: actor.id, action: e.action, resource_type: e.resourceType, resource_id: e.resourceId ?? '',
-        result: e.result ?? 'success', severity: e.severity ?? (e.result === 'failure' ? 'warn' : 'info'), metadata: e.metadata ?? {},
-        before: e.before ?? null, after: e.after ?? null },
+        result: e.result ?? 'success', severity: e.severity ?? (e.result === 'failure' ? 'warn' : 'info'), metadata: seal(e.metadata ?? {}),
+        before: seal(e.before ?? null), after: seal(e.after ?? null) },
     }], false);
     return id;
   }

@@ -1,6 +1,7 @@
 import type { FanOutHook, NewDelivery, OutboxEvent } from '../store/webhook-deliveries.js';
 import { filtersMatch } from './filters.js';
 import { newDeliveryId, type RequestBody } from './message.js';
+import { openFields } from '../pii/fields.js';
 
 /**
  * Which deliveries a batch of outbox events makes: one per event and active webhook of the event's
@@ -10,7 +11,7 @@ export function planDeliveries(events: OutboxEvent[], hooks: FanOutHook[]): NewD
   const out: NewDelivery[] = [];
   for (const e of events) {
     for (const h of hooks) {
-      if (h.tenant_id !== e.tenant_id || !h.events.includes(e.event) || !filtersMatch(h.filters, e.event, e.data)) continue;
+      if (h.tenant_id !== e.tenant_id || !h.events.includes(e.event) || !filtersMatch(h.filters, e.event, openFields(e.tenant_id, e.data))) continue;
       const body: RequestBody = { event: e.event, timestamp: new Date(Number(e.occurred_at)).toISOString(), data: e.data };
       out.push({ tenant_id: e.tenant_id, id: newDeliveryId(), webhook_id: h.id, outbox_id: e.id, event: e.event, max_attempt: 1 + h.max_retries, request_body: body });
     }

@@ -1,5 +1,6 @@
 import type { AdminWebhook, AdminWebhookCreated, AdminWebhookDelivery, AdminWebhookListItem } from '../generated/types.js';
 import type { AttemptRow, DeliveryRow, WebhookRow } from '../store/webhooks.js';
+import { openFields } from '../pii/fields.js';
 
 /** Epoch ms (storage) to epoch seconds (webhook interface). */
 const s = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(Number(ms) / 1000));
@@ -39,7 +40,7 @@ export function deliveryView(d: DeliveryRow, attempts?: AttemptRow[]): AdminWebh
   const out: AdminWebhookDelivery = {
     id: d.id, event: d.event, status: d.status, attempt: d.attempt, response_status: d.response_status,
     response_time_ms: d.response_time_ms, error: d.error,
-    request_body: { event: d.request_body.event, timestamp: d.request_body.timestamp, data: d.request_body.data },
+    request_body: { event: d.request_body.event, timestamp: d.request_body.timestamp, data: openFields(d.tenant_id, d.request_body.data) },
     triggered_at: sec(d.triggered_at), completed_at: s(d.completed_at), next_attempt_at: d.status === 'pending' ? s(d.next_attempt_at) : null,
   };
   if (attempts) {
