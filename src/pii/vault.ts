@@ -15,6 +15,7 @@ export interface IndexEntries { generations: number[]; bidxs: Buffer[] }
  */
 export class PiiVault {
   private joinCache = new Map<string, string>();
+  private readonly statements = new Map<string, string>();
 
   constructor(readonly main: Sql, readonly partitions: PiiPartitions, readonly dataKeys: TenantDataKeys, private ring: LookupKeyring) {}
 
@@ -69,6 +70,13 @@ export class PiiVault {
     }
     const column = inMain.length ? `coalesce(${inMain.map((_, i) => `p${i}.sealed`).join(', ')}) as sealed` : 'null::bytea as sealed';
     return { joins, column };
+  }
+
+  /** A statement text built once per process from the partition joins (hot paths run it prepared). */
+  statement(name: string, build: (join: (alias: string) => { joins: string; column: string }) => string): string {
+    let text = this.statements.get(name);
+    if (text === undefined) { text = build((alias) => this.joinSql(alias)); this.statements.set(name, text); }
+    return text;
   }
 
   /** Runs a statement on a partition's own database; an unreachable partition is a 503, never a wrong answer. */

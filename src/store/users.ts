@@ -77,10 +77,15 @@ export class UserRepository {
     return resolvePartition(settings, r, new Set(this.vault.partitions.names()));
   }
 
-  /** A clause matching the user ids an address is indexed under (any read key). */
+  /**
+   * The user id an address is indexed under (any read key; entries of two generations name the same user),
+   * as a scalar subquery: evaluated once before the outer statement, which then reads users by primary key
+   * whatever the planner believes about the users table (an `in (select ...)` was planned as a scan of the
+   * tenant's users on fresh statistics: 43 ms instead of 0.1 ms for a login).
+   */
   private byAddress(email: string) {
     const e = this.vault.readEntries(email);
-    return this.db`select user_id from user_email_index where tenant_id = ${this.tenantId} and generation = any(${e.generations}::int[]) and bidx = any(${byteaArray(this.db, e.bidxs)}::bytea[])`;
+    return this.db`(select user_id from user_email_index where tenant_id = ${this.tenantId} and generation = any(${e.generations}::int[]) and bidx = any(${byteaArray(this.db, e.bidxs)}::bytea[]) limit 1)`;
   }
 
   /** Inserts a user with a fresh `u_` id; null when the email is taken in the tenant. */
@@ -167,7 +172,7 @@ export class UserRepository {
 
   async getByEmail(email: string): Promise<User | null> {
     const q = this.withPii('u');
-    return this.one(await this.db<CoreRow[]>`select ${q.cols} from users u ${q.joins} where u.tenant_id = ${this.tenantId} and u.id in (${this.byAddress(email)})`);
+    return this.one(await this.db<CoreRow[]>`select ${q.cols} from users u ${q.joins} where u.tenant_id = ${this.tenantId} and u.id = ${this.byAddress(email)}`);
   }
 
   /** Users with any of these addresses, keyed by normalized address (one query for an import batch). */
@@ -202,7 +207,7 @@ export class UserRepository {
       select ${q.cols} from users u ${q.joins} where u.tenant_id = ${this.tenantId}
         ${cursor ? sql`and (u.created_at, u.id) < (${cursor.createdAt}, ${cursor.id})` : sql``}
         ${f.status ? sql`and u.status = ${f.status}` : sql``}
-        ${exact ? sql`and u.id in (${this.byAddress(exact)})` : sql``}
+        ${exact ? sql`and u.id = ${this.byAddress(exact)}` : sql``}
         ${f.role_id ? sql`and exists (select 1 from user_roles ur where ur.tenant_id = ${this.tenantId} and ur.user_id = u.id and ur.role_id = ${f.role_id})` : sql``}
       order by u.created_at desc, u.id desc limit ${limit}`;
     if (!scan) return this.hydrate(await batch(f.cursor, f.limit + 1));
@@ -296,9 +301,15 @@ export class UserRepository {
    * and returns the row with its PII in one statement; null if no active user has that address.
    */
   async touchActiveLogin(email: string): Promise<User | null> {
-    // A successful sign-in ends a run of failures (the lockout counts consecutive ones).
-    return this.updateReturning(this.db`last_login_at = now_ms(), email_verified = true, failed_logins = 0`,
-      this.db`status = 'active' and id in (${this.byAddress(email)})`);
+    // A successful sign-in ends a run of failures (the lockout counts consecutive ones). The login hot path:
+    // one prepared statement whose text is built once per process (nested fragments cost ~0.2 ms of CPU).
+    const text = this.vault.statement('touch-login', (j) => `with x as (update users set last_login_at = now_ms(), email_verified = true,
+        failed_logins = 0, updated_at = now_ms()
+      where tenant_id = $1 and status = 'active' and id = (select user_id from user_email_index
+        where tenant_id = $1 and generation = any($2::int[]) and bidx = any($3::bytea[]) limit 1) returning *)
+      select ${core('x')}, ${j('x').column} from x ${j('x').joins}`);
+    const e = this.vault.readEntries(email);
+    return this.one(await this.db.unsafe<CoreRow[]>(text, [this.tenantId, e.generations, byteaArray(this.db, e.bidxs)] as never[], { prepare: true }));
   }
 
   /**
@@ -309,7 +320,7 @@ export class UserRepository {
     const j = this.vault.joinSql('x');
     const [row] = await this.db<(CoreRow & { just_locked: boolean })[]>`
       with s as (select coalesce((select max_failed_logins from tenant_login_lockout where tenant_id = ${this.tenantId}), 0) as max),
-      cur as (select id, status as was from users where tenant_id = ${this.tenantId} and id in (${this.byAddress(email)}) for update),
+      cur as (select id, status as was from users where tenant_id = ${this.tenantId} and id = ${this.byAddress(email)} for update),
       x as (update users u set failed_logins = u.failed_logins + 1,
         status = case when s.max > 0 and u.failed_logins + 1 >= s.max and u.status = 'active' then 'locked' else u.status end,
         updated_at = now_ms()
