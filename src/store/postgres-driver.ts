@@ -34,7 +34,8 @@ const FIXES: Array<[string, string]> = [
 
 const entry = import.meta.resolve('postgres');
 const here = (file: string) => new URL(file, entry).href;
-const asModule = (source: string) => `data:text/javascript;base64,${Buffer.from(source).toString('base64')}`;
+/** A module from source text; stack traces name it by `file` (sourceURL), not by its data: URL (the whole source). */
+const asModule = (source: string, file: string) => `data:text/javascript;base64,${Buffer.from(`${source}\n//# sourceURL=${here(file)}?patched\n`).toString('base64')}`;
 /** Relative imports of a package module, made absolute (a data: module cannot resolve relative ones). */
 const absolute = (source: string, except: Record<string, string> = {}) =>
   source.replace(/from '\.\/([a-z]+\.js)'/g, (_, f: string) => `from '${except[f] ?? here(`./${f}`)}'`);
@@ -44,8 +45,8 @@ for (const [from, to] of FIXES) {
   if (connection.split(from).length !== 2) throw new Error(`postgres.js connection.js is not the 3.4.9 text this patch expects (${JSON.stringify(from.slice(0, 40))}): see src/store/postgres-driver.ts`);
   connection = connection.replace(from, to);
 }
-const index = absolute(fs.readFileSync(new URL(here('./index.js')), 'utf8'), { 'connection.js': asModule(absolute(connection)) });
+const index = absolute(fs.readFileSync(new URL(here('./index.js')), 'utf8'), { 'connection.js': asModule(absolute(connection), './connection.js') });
 
 /** The postgres.js client function (same API as `import postgres from 'postgres'`), repaired as above. */
-const postgres = ((await import(asModule(index))) as { default: typeof postgresType }).default;
+const postgres = ((await import(asModule(index, './index.js'))) as { default: typeof postgresType }).default;
 export default postgres;
