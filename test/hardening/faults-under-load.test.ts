@@ -29,24 +29,32 @@ const RECOVERY_MS = 15_000;
 const HANG_MS = 5_000;
 const log = createLogger('silent');
 
+// Teardowns run last registered first: each resource is released after everything that uses it.
 const pg = await PrivatePostgres.primary();
+t.teardown(() => pg.destroy());
 const createdDb = spawnSync('psql', ['-h', '127.0.0.1', '-p', String(pg.port), '-U', 'postgres', '-c', 'create database svc'], { encoding: 'utf8' });
 if (createdDb.status !== 0) throw new Error(`create database failed: ${createdDb.stderr}`);
 const migrated = spawnSync(process.execPath, ['dist/src/cli.js', 'migrate'], { env: { ...process.env, DATABASE_URL: pg.url('svc') }, encoding: 'utf8' });
 if (migrated.status !== 0) throw new Error(`migrate failed: ${migrated.stderr}`);
 const redis = new PrivateRedis();
+t.teardown(() => redis.destroy());
 await redis.start();
 const sink = await startSmtpSink();
+t.teardown(() => sink.close());
 const rx = await startReceiver();
+t.teardown(() => rx.close());
 
 const srv = await startTestServer({
   REDIS_URL: redis.url, DATABASE_URL: pg.url('svc'), SMTP_URL: `smtp://127.0.0.1:${sink.port}`, WEBHOOK_ALLOW_PRIVATE: 'true',
   // Every login comes from 127.0.0.1: the per-IP code budget is not what this file tests.
   LOGIN_IP_LIMIT_PER_MINUTE: '1000000',
 });
+// The queues' keys are on the shared Redis, which testConfig's cleanup (of REDIS_URL) does not visit.
+t.teardown(async () => { await srv.close(); await closeLogin(srv.deps); await removePrefix(srv.config.queueRedisUrl, srv.config.redisPrefix); });
 const mailer = await startEmailWorker(srv.config, log);
+t.teardown(() => mailer.close());
 const hooks = await startWebhookWorker(srv.config, log, { relay: { pollMs: 200 } });
-const queueRedis = srv.config.queueRedisUrl;
+t.teardown(() => hooks.close());
 
 const b = await setupTenant(srv, 'faults');
 const admin = await adminToken(srv, { tenantId: b.tenant_id, permissions: ['admin:*'] });
@@ -58,6 +66,7 @@ if (hookRes.status !== 201) throw new Error(`webhook create: ${hookRes.status} $
 const delivered = () => deliveredUsers(rx.received);
 
 const traffic = new FaultTraffic({ url: srv.url, tenant: b, sink, hangMs: HANG_MS });
+t.teardown(() => traffic.stop());
 await traffic.start();
 const { counts, violations } = traffic;
 const valid = traffic.valid;
@@ -66,18 +75,6 @@ const introspect = (token: string) => traffic.introspect(token);
 const exchange = (token: string) => traffic.exchange(token);
 const login = () => traffic.login();
 
-t.teardown(async () => {
-  await traffic.stop();
-  await hooks.close();
-  await mailer.close();
-  await srv.close();
-  await closeLogin(srv.deps);
-  await sink.close();
-  await rx.close();
-  await removePrefix(queueRedis, srv.config.redisPrefix);
-  await redis.destroy();
-  await pg.destroy();
-});
 
 // ---- faults --------------------------------------------------------------------------------------
 /** Ms from now until each kind of traffic succeeds again (a valid token introspects active, exchanges; a new login completes and its user.created is delivered). */
