@@ -4,8 +4,9 @@ import type postgresType from 'postgres';
 /**
  * postgres.js 3.4.9 with its write scheduler repaired (upstream issues porsager/postgres#1154, #1208, open;
  * the fix proposed in #1209). Small writes wait for a setImmediate; a connection that closes meanwhile
- * (Postgres restarted or crashed, a connection cut) leaves two traps, both seen in
- * test/hardening/faults-under-load.test.ts when Postgres restarts under traffic:
+ * (Postgres restarted or crashed, a connection cut) leaves three traps, all seen in
+ * test/hardening/faults-under-load.test.ts and test/ops/pg-restart-driver.test.ts when Postgres restarts
+ * under traffic:
  * - a statement sent on the dead connection (the ROLLBACK that sql.begin sends after a failed statement)
  *   writes to a null socket from an immediate: an uncaught TypeError that ends the process;
  * - closed() cancels the pending immediate without forgetting it, so the connection never flushes again:
@@ -13,7 +14,8 @@ import type postgresType from 'postgres';
  * - closed() keeps the statement that was in flight as the connection's current one: after the reconnect,
  *   replies are matched to it first and the statements behind it wait.
  * The fix: a write with no socket rejects the connection's statements with CONNECTION_CLOSED (a catchable
- * error, answered 503), and teardown forgets the cancelled immediate and its buffer.
+ * error, answered 503); teardown forgets the cancelled immediate and its buffer; closed() forgets the
+ * statement it has just rejected and the error received for it.
  *
  * The package's own modules are used unchanged except connection.js and index.js (which imports it):
  * both are loaded from their source with the fix applied, their other imports pointing at the installed
