@@ -99,16 +99,19 @@ async function underFault(): Promise<void> {
 
 const figures: Record<string, Record<string, number>> = {};
 type Subtest = Parameters<Parameters<typeof t.test>[0]>[0];
-async function fault(t: Subtest, name: string, down: () => Promise<void>, up: () => Promise<void>): Promise<void> {
+async function fault(t: Subtest, name: string, down: () => Promise<void>, up: () => Promise<void>, hooks: { before?: () => Promise<void>; during?: () => Promise<void>; after?: () => Promise<void> } = {}): Promise<void> {
   // Steady traffic first: a few logins complete (and their codes and webhooks are in flight) when the fault hits.
   const ok = counts.loginOk;
   await waitFor(() => counts.loginOk >= ok + 4, 15_000, 20);
+  await hooks.before?.();
   traffic.phase = `${name}: down`;
   await down();
   await underFault();
+  await hooks.during?.();
   await up();
   traffic.phase = `${name}: after`;
   const r = await recovery();
+  await hooks.after?.();
   figures[name] = r;
   for (const [kind, ms] of Object.entries(r)) t.ok(ms < RECOVERY_MS, `${name}: ${kind} back in ${ms} ms`);
   traffic.phase = `${name}: steady`;
@@ -121,7 +124,30 @@ t.test('Redis killed and restarted empty under traffic', async (t) => {
 });
 
 t.test('Postgres restarted (pg_ctl stop -m fast, start) under traffic', async (t) => {
-  await fault(t, 'postgres', () => pg.stop('fast'), () => pg.start());
+  // A code checked while Postgres is down gets 503 "retry shortly", and the retry works: the code is put
+  // back when the sign-in cannot be completed for want of a dependency.
+  const email = `retry-${Date.now()}@example.test`;
+  let code = '';
+  const verify = () => fetch(`${srv.url}/email-code/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, code }) });
+  await fault(t, 'postgres', () => pg.stop('fast'), () => pg.start(), {
+    before: async () => {
+      const res = await fetch(`${srv.url}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, client_id: b.clients.web.client_id }) });
+      t.equal(res.status, 200, 'a code requested before the restart');
+      await waitFor(() => (code = sink.messages.find((m) => m.to.includes(email))?.code ?? '') !== '', 10_000, 20);
+    },
+    during: async () => {
+      const res = await verify();
+      t.equal(res.status, 503, 'checked while Postgres is down: 503');
+      t.equal(res.headers.get('retry-after'), '1');
+      t.equal(((await res.json()) as any).error, 'service_unavailable');
+    },
+    after: async () => {
+      const res = await verify();
+      t.equal(res.status, 200, 'the same code signs in once Postgres is back');
+      t.equal(((await res.json()) as any).authenticated, true);
+      t.equal((await verify()).status, 400, 'and only once');
+    },
+  });
 });
 
 t.test('Postgres crashed (stop -m immediate) and Redis killed at once, both restarted', async (t) => {
