@@ -1,7 +1,7 @@
 /**
  * Typed errors, the one table of error codes they draw on, and the single mapping from any thrown
- * value to the spec's error body. Only AppError subclasses are exposed to clients; everything else
- * becomes 500 internal_error.
+ * value to the spec's error body. Only AppError subclasses are exposed to clients; a dependency that
+ * cannot be reached becomes 503 service_unavailable, everything else 500 internal_error.
  */
 
 export type Details = Record<string, string[]>;
@@ -168,8 +168,30 @@ export interface ErrorReply {
   unexpected: boolean;
 }
 
+// A connection to Postgres or Redis that failed, was cut or refused (postgres.js and Node socket codes;
+// SQLSTATE class 08 and the shutdown codes 57P01-57P03; too_many_connections).
+const UNAVAILABLE_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300']);
+
+/**
+ * Whether a thrown value says a dependency is unreachable (a Postgres restart, a connection cut, a Redis
+ * outage) rather than that the code is wrong: the client gets 503 and may retry, as for the failures
+ * the stores already wrap in ServiceUnavailable.
+ */
+export function isDependencyUnavailable(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const e = err as { code?: unknown; name?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (UNAVAILABLE_CODES.has(code) || /^08/.test(code)) return true;
+  return e.name === 'MaxRetriesPerRequestError' || (typeof e.message === 'string' && /^(Connection is closed\.|Stream isn't writeable)/.test(e.message));
+}
+
 /** The one place errors become HTTP: status, headers and the spec's body for the given interface. */
 export function toErrorReply(err: unknown, iface: Interface): ErrorReply {
+  if (!(err instanceof AppError) && isDependencyUnavailable(err)) {
+    // Still logged (unexpected): an outage must be visible in the logs.
+    return { ...toErrorReply(new ServiceUnavailable(), iface), unexpected: true };
+  }
   if (!(err instanceof AppError)) {
     const description = describe('internal_error');
     return {

@@ -47,14 +47,27 @@ export async function generateCode(ctx: LoginContext, a: { email: string; tenant
   return { expiresIn: LOGIN.codeTtlSeconds };
 }
 
-// Counts the attempt and returns what is needed to check it, atomically.
+// Counts the attempt and returns what is needed to check it (and to put it back), atomically.
 const ATTEMPT = `if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 local a = redis.call('HINCRBY', KEYS[1], 'a', 1)
 local v = redis.call('HMGET', KEYS[1], 'h', 't', 'c')
-return {a, v[1], v[2], v[3]}`;
+return {a, v[1], v[2], v[3], redis.call('PTTL', KEYS[1])}`;
+
+// Puts a used code back unless the address has a code again (a newer one is never overwritten).
+const RESTORE = `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'h', ARGV[1], 'a', ARGV[2], 't', ARGV[3], 'c', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1`;
 
 export type VerifyOutcome =
-  | { ok: true; tenantId: string; clientId: string }
+  | {
+    ok: true; tenantId: string; clientId: string;
+    /**
+     * Makes the code usable again (same attempts count, the rest of its lifetime): for a sign-in that
+     * could not be completed because a dependency was down, so the 503's "retry" can succeed.
+     */
+    restore(): Promise<void>;
+  }
   | { ok: false; reason: 'invalid_code' | 'too_many_attempts' | 'no_code'; tenantId?: string; clientId?: string };
 
 /**
@@ -65,21 +78,25 @@ export async function verifyCode(ctx: LoginContext, email: string, code: string)
   const eh = emailHash(email);
   const key = loginKeys.otp(eh);
   const redis = ctx.deps.redis;
-  let r: [number, string, string, string] | null;
+  let r: [number, string, string, string, number] | null;
   try {
-    r = (await redis.eval(ATTEMPT, 1, key)) as [number, string, string, string] | null;
+    r = (await redis.eval(ATTEMPT, 1, key)) as [number, string, string, string, number] | null;
   } catch (err) {
     throw new ServiceUnavailable('The code cannot be checked right now; retry shortly.', 1, err);
   }
   if (!r) return { ok: false, reason: 'no_code' };
-  const [attempts, stored, tenantId, clientId] = r;
+  const [attempts, stored, tenantId, clientId, ttlMs] = r;
   if (attempts > LOGIN.codeMaxAttempts) { await redis.del(key).catch(() => {}); return { ok: false, reason: 'too_many_attempts', tenantId, clientId }; }
   const presented = codeHash(ctx.codeKey, /^\d+$/.test(code) ? code : 'x', eh);
   const expected = Buffer.from(stored, 'base64url');
   const match = expected.length === presented.length && timingSafeEqual(expected, presented);
   if (match) {
     const won = await redis.del(key).catch((err) => { throw new ServiceUnavailable('The code cannot be checked right now; retry shortly.', 1, err); });
-    return won === 1 ? { ok: true, tenantId, clientId } : { ok: false, reason: 'invalid_code', tenantId, clientId };
+    if (won !== 1) return { ok: false, reason: 'invalid_code', tenantId, clientId };
+    const restore = async () => {
+      if (ttlMs > 0) await redis.eval(RESTORE, 1, key, stored, String(attempts), tenantId, clientId, String(ttlMs));
+    };
+    return { ok: true, tenantId, clientId, restore };
   }
   if (attempts >= LOGIN.codeMaxAttempts) {
     await redis.del(key).catch(() => {});

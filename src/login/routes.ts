@@ -1,6 +1,6 @@
 import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
-import { AppError, InvalidRequest, NotFound } from '../errors.js';
+import { AppError, InvalidRequest, isDependencyUnavailable, NotFound, ServiceUnavailable } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { validate, validatorFor } from '../http/validate.js';
@@ -100,10 +100,16 @@ export function loginRoutes(deps: Deps): Route[] {
       }
       throw outcome.reason === 'too_many_attempts' ? new InvalidCode('Too many wrong codes: this code no longer works. Request a new one.') : new InvalidCode();
     }
-    const user = await loginUser(deps, { tenantId: outcome.tenantId, email: normalizeEmail(email), clientId: outcome.clientId });
-    const authTime = Math.floor(Date.now() / 1000);
-    const { id } = await createSession(deps.redis, { tenantId: outcome.tenantId, userId: user.id, email: user.email, authTime });
-    return { cookie: sessionCookie(id, ctx.secureCookies), sub: user.id, authTime, tenantId: outcome.tenantId };
+    try {
+      const user = await loginUser(deps, { tenantId: outcome.tenantId, email: normalizeEmail(email), clientId: outcome.clientId });
+      const authTime = Math.floor(Date.now() / 1000);
+      const { id } = await createSession(deps.redis, { tenantId: outcome.tenantId, userId: user.id, email: user.email, authTime });
+      return { cookie: sessionCookie(id, ctx.secureCookies), sub: user.id, authTime, tenantId: outcome.tenantId };
+    } catch (err) {
+      // Answered 503 "retry shortly" (Postgres or Redis unreachable): the code must still work on the retry.
+      if (err instanceof ServiceUnavailable || (!(err instanceof AppError) && isDependencyUnavailable(err))) await outcome.restore().catch(() => {});
+      throw err;
+    }
   }
 
   async function verify(req: HttpRequest): Promise<Reply> {

@@ -11,14 +11,32 @@ export interface SmtpSink { port: number; messages: SinkMessage[]; close(): Prom
  * A local SMTP server that accepts every message and keeps it in memory: the development mail sink
  * (`npm start` runs it when SMTP_URL is unset and logs each login code) and the tests' mailbox.
  */
-export function startSmtpSink(opts: { port?: number; host?: string; onMessage?: (m: SinkMessage) => void } = {}): Promise<SmtpSink> {
+export function startSmtpSink(opts: {
+  port?: number; host?: string; onMessage?: (m: SinkMessage) => void;
+  /**
+   * Keeps a message unacknowledged until the promise settles (a test holding a send in flight); it is
+   * recorded only then, and not at all if the sender's connection closed meanwhile (it was not delivered).
+   * `senderGone` settles when the sender's connection closes.
+   */
+  hold?: (rcptTo: string[], senderGone: Promise<void>) => Promise<void> | undefined;
+} = {}): Promise<SmtpSink> {
   const messages: SinkMessage[] = [];
+  const closed = new Set<string>();
+  const gone = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  const goneOf = (id: string) => {
+    let g = gone.get(id);
+    if (!g) { let resolve = () => {}; const promise = new Promise<void>((r) => { resolve = r; }); g = { promise, resolve }; gone.set(id, g); }
+    return g;
+  };
   const server = new SMTPServer({
     authOptional: true, disabledCommands: ['STARTTLS'], logger: false, size: 1024 * 1024,
+    onClose(session) { if (opts.hold) { closed.add(session.id); goneOf(session.id).resolve(); gone.delete(session.id); } },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        const held = opts.hold?.(session.envelope.rcptTo.map((r) => r.address), goneOf(session.id).promise);
+        if (held) { await held; if (closed.has(session.id)) return; }
         const raw = Buffer.concat(chunks).toString('utf8');
         const parsed = simpleParser(raw);
         const m: SinkMessage = {

@@ -1,4 +1,5 @@
-import postgres from 'postgres';
+import type PG from 'postgres';
+import postgres from './postgres-driver.js';
 import type { Config } from '../config.js';
 
 // postgres.js's own array codec (not in its exports map, so loaded by path next to its entry point).
@@ -38,8 +39,8 @@ function registerArrayTypes(options: PgOptions): void {
   }
 }
 
-export type Sql = postgres.Sql<Record<string, never>>;
-export type TxSql = postgres.TransactionSql<Record<string, never>>;
+export type Sql = PG.Sql<Record<string, never>>;
+export type TxSql = PG.TransactionSql<Record<string, never>>;
 /** The pool or a transaction: what a repository runs its statements on. */
 export type Db = Sql | TxSql;
 
@@ -52,6 +53,9 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     max: opts.max ?? config.databasePoolSize,
     idle_timeout: 30,
     connect_timeout: 5,
+    // Reconnect attempts back off at most 1 s (postgres.js: up to 20 s after many failures, so after a
+    // Postgres restart statements waited for a connection that slept for seconds after Postgres was back).
+    backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1),
     onnotice: () => {},
     // bigint columns (epoch ms) come back as JS numbers; they stay well below 2^53.
     types: { bigint: { to: 20, from: [20], serialize: (x: number | bigint) => String(x), parse: (x: string) => Number(x) } },

@@ -47,12 +47,32 @@ export function postgresBin(): string {
   return found ?? '';
 }
 
-/** Runs a Postgres binary, as the `postgres` user when we are root (Postgres refuses to run as root). */
-function pgRun(bin: string, args: string[]): string {
+/** The command line of a Postgres binary, under runuser as the `postgres` user when we are root (Postgres refuses to run as root). */
+function pgCommand(bin: string, args: string[]): [string, string[]] {
   const cmd = path.join(postgresBin(), bin);
-  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' }) : spawnSync(cmd, args, { encoding: 'utf8' });
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
+}
+
+/** Runs a Postgres binary and waits for it (blocks the event loop: setup only). */
+function pgRun(bin: string, args: string[]): string {
+  const r = spawnSync(...pgCommand(bin, args), { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`${bin} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
   return r.stdout;
+}
+
+/**
+ * Runs a Postgres binary without blocking the event loop: pg_ctl start/stop while an in-process server
+ * under test keeps serving (a test that restarts Postgres under traffic).
+ */
+function pgRunAsync(bin: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(...pgCommand(bin, args), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout!.on('data', (d) => { out += d; });
+    p.stderr!.on('data', (d) => { out += d; });
+    p.on('error', reject);
+    p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${bin} ${args.join(' ')} failed: ${out}`))));
+  });
 }
 
 /**
@@ -87,14 +107,20 @@ export class PrivatePostgres {
 
   private get data(): string { return path.join(this.dir, 'data'); }
 
+  /** Starts the server (again, after stop(): the same port and data directory). */
   async start(): Promise<void> {
     if (!this.port) this.port = await freePort();
     const opts = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on -c fsync=off -c full_page_writes=off`;
-    pgRun('pg_ctl', ['-D', this.data, '-o', opts, '-l', path.join(this.dir, 'log'), '-w', '-t', '60', 'start']);
+    await pgRunAsync('pg_ctl', ['-D', this.data, '-o', opts, '-l', path.join(this.dir, 'log'), '-w', '-t', '60', 'start']);
   }
 
-  async stop(): Promise<void> {
-    if (fs.existsSync(path.join(this.data, 'postmaster.pid'))) pgRun('pg_ctl', ['-D', this.data, '-m', 'immediate', '-w', 'stop']);
+  /**
+   * Stops the server and waits until it is gone. `immediate` (the default) is a crash as far as the
+   * data is concerned (recovery at the next start); `fast` is an orderly restart: sessions are terminated
+   * (FATAL 57P01 to every client) and the server checkpoints and exits.
+   */
+  async stop(mode: 'immediate' | 'fast' = 'immediate'): Promise<void> {
+    if (fs.existsSync(path.join(this.data, 'postmaster.pid'))) await pgRunAsync('pg_ctl', ['-D', this.data, '-m', mode, '-w', '-t', '60', 'stop']);
   }
 
   async destroy(): Promise<void> {

@@ -96,3 +96,22 @@ t.test('the typed classes and toErrorReply draw on the table', async (t) => {
   t.equal(v.status, 400, 'OAuth endpoints answer schema violations with invalid_request');
   t.equal(v.body.error, 'invalid_request');
 });
+
+t.test('an unreachable Postgres or Redis is 503 service_unavailable, not 500', async (t) => {
+  const pgGone = Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+  const shutdown = Object.assign(new Error('terminating connection due to administrator command'), { name: 'PostgresError', code: '57P01' });
+  const link = Object.assign(new Error('connection failure'), { name: 'PostgresError', code: '08006' });
+  const redisClosed = new Error('Connection is closed.');
+  for (const err of [pgGone, refused, shutdown, link, redisClosed]) {
+    for (const iface of ['oauth', 'admin', 'public'] as const) {
+      const r = toErrorReply(err, iface);
+      t.equal(r.status, 503, `${err.message} (${iface})`);
+      t.equal(r.body.error, 'service_unavailable');
+      t.equal(r.headers?.['Retry-After'], '1');
+      t.equal(r.unexpected, true, 'still logged');
+    }
+  }
+  t.equal(toErrorReply(Object.assign(new Error('duplicate key'), { name: 'PostgresError', code: '23505' }), 'admin').status, 500, 'a constraint violation that escaped is a bug: 500');
+  t.equal(toErrorReply(new TypeError('x is undefined'), 'admin').status, 500);
+});
