@@ -36,8 +36,8 @@ async function load(v: Version): Promise<Loaded> {
   const sql = createSql({ databaseUrl: v.db, databasePoolSize: concurrency + 2 });
   let store: AnyStore;
   // The previous commit has no PII vault; this one needs it.
-  if (fs.existsSync(path.join(v.dist, 'src', 'pii', 'vault.js'))) {
-    const { PiiVault } = await imp('pii/vault.js');
+  if (fs.existsSync(path.join(v.dist, 'src', 'store', 'pii-vault.js'))) {
+    const { PiiVault } = await imp('store/pii-vault.js');
     store = new Store(sql, PiiVault.fromConfig(loadConfig({ ...process.env, DATABASE_URL: v.db }), sql));
   } else store = new Store(sql);
   const tenant = `bench-${randomBytes(3).toString('hex')}`;

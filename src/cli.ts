@@ -36,8 +36,8 @@ async function run(argv: string[]): Promise<number> {
       const r = await migrate(sql);
       console.log(r.applied.length ? `applied ${r.applied.join(', ')}` : `up to date (${r.skipped} migrations)`);
       // Personal data: partitions created, rows from before migration 0110 sealed (src/pii/).
-      const { PiiVault } = await import('./pii/vault.js');
-      const { sealLegacyUsers } = await import('./pii/legacy.js');
+      const { PiiVault } = await import('./store/pii-vault.js');
+      const { sealLegacyUsers } = await import('./store/pii-legacy.js');
       const vault = PiiVault.fromConfig(config, sql);
       try {
         await vault.partitions.ensure();

@@ -1,7 +1,7 @@
 import { buildRouter } from './app.js';
 import type { Config } from './config.js';
-import { finishStaleMoves } from './pii/move.js';
-import { PiiVault } from './pii/vault.js';
+import { finishStaleMoves } from './admin/pii-move.js';
+import { PiiVault } from './store/pii-vault.js';
 import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
 import { createLifecycle, type Lifecycle } from './lifecycle.js';

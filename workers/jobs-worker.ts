@@ -12,7 +12,7 @@ import { Store } from '../src/store/index.js';
 import { USER_JOB_ATTEMPTS, USER_JOBS_QUEUE, type UserJobData } from '../src/imports/queue.js';
 import { runImport } from '../src/imports/run-import.js';
 import { runExport } from '../src/imports/run-export.js';
-import { PiiVault } from '../src/pii/vault.js';
+import { PiiVault } from '../src/store/pii-vault.js';
 import { configureFieldSealing } from '../src/pii/fields.js';
 
 export const PLUGIN_HEALTH_QUEUE = 'plugin-health';

@@ -12,7 +12,7 @@ import { archiveQueries } from '../src/store/log-archive.js';
 import { closeRedis, createRedis } from '../src/store/redis.js';
 import { queuePrefix } from '../src/store/redis-keys.js';
 import { createSql } from '../src/store/sql.js';
-import { PiiVault } from '../src/pii/vault.js';
+import { PiiVault } from '../src/store/pii-vault.js';
 import { configureFieldSealing } from '../src/pii/fields.js';
 
 export interface RunningLogWorker { close(): Promise<void> }

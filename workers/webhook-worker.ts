@@ -11,7 +11,7 @@ import { createDeliveryQueue, createWorkerConnection, deliveryJobId, queuePrefix
 import { backoffMs } from '../src/webhooks/retry.js';
 import { webhookSecret } from '../src/webhooks/secret-box.js';
 import { postWebhook } from '../src/webhooks/sender.js';
-import { PiiVault } from '../src/pii/vault.js';
+import { PiiVault } from '../src/store/pii-vault.js';
 import { openFields } from '../src/pii/fields.js';
 import { configureFieldSealing } from '../src/pii/fields.js';
 

@@ -7,7 +7,7 @@ import type { Sql } from '../store/sql.js';
 import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } from './chunk-crypto.js';
 import { destinationDir, postToSink, readObject, writeObject } from './destinations.js';
 import type { Lane, LogAdmission, LogType, Plane, UsageMeter } from './types.js';
-import { PiiVault } from '../pii/vault.js';
+import { PiiVault } from '../store/pii-vault.js';
 import { openFields } from '../pii/fields.js';
 
 export interface ArchiveCtx { sql: Sql; config: Config; log: Logger; admission: LogAdmission; meter: UsageMeter }

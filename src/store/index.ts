@@ -13,7 +13,7 @@ import { RefreshTokenRepository } from './refresh-tokens.js';
 import { ReviewTaskRepository } from './review-tasks.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
-import type { PiiVault } from '../pii/vault.js';
+import type { PiiVault } from './pii-vault.js';
 import { PiiSettingsRepository } from './pii-settings.js';
 import type { ReadReplica } from './replica.js';
 import type { Db, Sql, TxSql } from './sql.js';

@@ -1,5 +1,5 @@
 import { ServiceUnavailable } from '../errors.js';
-import type { PiiVault } from '../pii/vault.js';
+import type { PiiVault } from './pii-vault.js';
 import type { PiiRecord } from '../pii/sealing.js';
 import { resolvePartition } from '../pii/residence.js';
 import { isEmail, normalizeEmail } from '../users/email.js';
@@ -59,7 +59,7 @@ export class UserRepository {
       for (const r of rs) r.sealed = by.get(r.id) ?? null;
     }
     return Promise.all(rows.map(async ({ sealed, ...c }) => {
-      // A core row without its personal data: an interrupted write or move (src/pii/move.ts finishes moves).
+      // A core row without its personal data: an interrupted write or move (src/admin/pii-move.ts finishes moves).
       if (!sealed) throw new ServiceUnavailable(`The personal data of user ${c.id} is unavailable.`, 5);
       const pii = await this.vault.open(this.tenantId, c.id, sealed);
       return { ...c, created_at: Number(c.created_at), updated_at: Number(c.updated_at), ...pii };

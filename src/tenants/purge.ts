@@ -1,6 +1,6 @@
 import { Queue, Worker } from 'bullmq';
 import type { Deps } from '../deps.js';
-import type { PiiVault } from '../pii/vault.js';
+import type { PiiVault } from '../store/pii-vault.js';
 import type { AuditActor } from '../store/audit-log.js';
 import { closeRedis, createRedis, hashTag, masters } from '../store/redis.js';
 import { queuePrefix, redisKeys } from '../store/redis-keys.js';

@@ -2,9 +2,9 @@ import t from 'tap';
 import { closeLogin } from '../../src/login/index.js';
 import { createLogger } from '../../src/log.js';
 import { startSmtpSink } from '../../src/mail/dev-sink.js';
-import { finishMove } from '../../src/pii/move.js';
+import { finishMove } from '../../src/admin/pii-move.js';
 import { startEmailWorker } from '../../workers/email-worker.js';
-import { adminOf } from '../admin/helpers.js';
+import { adminOf, events } from '../admin/helpers.js';
 import { tempDatabase } from '../helpers/db.js';
 import { startTestServer } from '../helpers/server.js';
 import { codeFor } from '../login/fixtures.js';
@@ -160,6 +160,18 @@ t.test('nothing in Postgres holds these addresses in clear', async (t) => {
     }
     t.same(hits, [], `${name} database: no table holds an address`);
   }
+});
+
+t.test('sealed addresses are opened where they leave: the audit log and the events receivers get', async (t) => {
+  const list = await call('GET', `/api/admin/admin-audit-log?action=user.create&resource_id=${idOf('usByDomain')}`);
+  t.equal(list.status, 200);
+  t.match(list.body.items[0]?.after, { email: people.usByDomain, name: `Name ${people.usByDomain}` }, 'before/after show the address');
+  const [raw] = await srv.deps.sql<{ after: { email: string } }[]>`select after from admin_audit_log where tenant_id = ${admin.tenantId} and resource_id = ${idOf('usByDomain')} and action = 'user.create'`;
+  t.match(raw!.after.email, /^pii:v1:/, 'stored sealed');
+  const [ev] = await srv.deps.sql<{ data: { email: string } }[]>`select data from event_outbox where tenant_id = ${admin.tenantId} and event = 'user.created' and data->>'user_id' = ${idOf('usByDomain')}`;
+  t.match(ev!.data.email, /^pii:v1:/, 'the outbox holds it sealed');
+  const opened = (await events(srv, admin.tenantId)).find((e) => e.event === 'user.created' && e.data.user_id === idOf('usByDomain'));
+  t.equal(opened?.data.email, people.usByDomain, 'and opens to the address');
 });
 
 t.test('moving a user copies, switches and deletes; a move cut short is finished', async (t) => {

@@ -1,6 +1,6 @@
 import { recordEvent } from '../events/outbox.js';
 import type { Sql } from '../store/sql.js';
-import type { PiiVault } from './vault.js';
+import type { PiiVault } from '../store/pii-vault.js';
 
 /** A move in progress (`pii_moves`). */
 export interface MoveIntent { tenant_id: string; user_id: string; from_partition: string; to_partition: string; step: 'copy' | 'switched' }
