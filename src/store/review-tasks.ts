@@ -6,6 +6,7 @@ export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
 import type { Cursor } from './cursor.js';
 import { newId } from './ids.js';
 import type { Db } from './sql.js';
+import { openFields, sealFields } from '../pii/fields.js';
 
 export type ReviewTaskType = 'import_warning' | 'import_conflict';
 
@@ -29,27 +30,32 @@ export interface ReviewTaskFilter { limit: number; cursor?: Cursor | undefined; 
 export class ReviewTaskRepository {
   constructor(private readonly db: Db, private readonly tenantId: string) {}
 
+  /** The pending change's addresses are sealed at rest (src/pii/fields.ts): a row as callers see it. */
+  private opened(row: ReviewTaskRow | undefined): ReviewTaskRow | null {
+    return row ? { ...row, pending_change: row.pending_change ? openFields(this.tenantId, row.pending_change) : null } : null;
+  }
+
   /** Creates a task; an import row that already has one (a resumed worker) gets null. */
   async insert(t: NewReviewTask): Promise<ReviewTaskRow | null> {
     const sql = this.db;
     const [row] = await sql<ReviewTaskRow[]>`
       insert into review_tasks (tenant_id, id, task_type, reason_codes, reasons, job_id, row_index, user_id, pending_change)
       values (${this.tenantId}, ${newId('rvt')}, ${t.taskType}, ${[...new Set(t.reasons.map((r) => r.code))]}, ${sql.json(t.reasons as never)},
-        ${t.jobId ?? null}, ${t.rowIndex ?? null}, ${t.userId ?? null}, ${t.pendingChange ? sql.json(t.pendingChange as never) : null})
+        ${t.jobId ?? null}, ${t.rowIndex ?? null}, ${t.userId ?? null}, ${t.pendingChange ? sql.json(sealFields(this.tenantId, t.pendingChange) as never) : null})
       on conflict do nothing returning *`;
-    return row ?? null;
+    return this.opened(row);
   }
 
   async get(id: string, opts: { lock?: boolean } = {}): Promise<ReviewTaskRow | null> {
     const sql = this.db;
     const [row] = await sql<ReviewTaskRow[]>`select * from review_tasks where tenant_id = ${this.tenantId} and id = ${id} ${opts.lock ? sql`for update` : sql``}`;
-    return row ?? null;
+    return this.opened(row);
   }
 
   /** Newest first; limit+1 rows (see `page`). */
-  list(f: ReviewTaskFilter): Promise<ReviewTaskRow[]> {
+  async list(f: ReviewTaskFilter): Promise<ReviewTaskRow[]> {
     const sql = this.db;
-    return sql<ReviewTaskRow[]>`
+    const rows = await sql<ReviewTaskRow[]>`
       select * from review_tasks where tenant_id = ${this.tenantId}
         ${f.cursor ? sql`and (created_at, id) < (${f.cursor.createdAt}, ${f.cursor.id})` : sql``}
         ${f.status ? sql`and status = ${f.status}` : sql``}
@@ -57,6 +63,7 @@ export class ReviewTaskRepository {
         ${f.assigned_to ? sql`and assigned_to = ${f.assigned_to}` : sql``}
         ${f.job_id ? sql`and job_id = ${f.job_id}` : sql``}
       order by created_at desc, id desc limit ${f.limit + 1}`;
+    return rows.map((r) => this.opened(r)!);
   }
 
   /** Sets status and assignee (undefined keeps it); `clearChange` drops the pending change. */
@@ -69,7 +76,7 @@ export class ReviewTaskRepository {
         pending_change = ${clearChange ? null : sql`pending_change`},
         updated_at = now_ms()
       where tenant_id = ${this.tenantId} and id = ${id} returning *`;
-    return row ?? null;
+    return this.opened(row);
   }
 
   /** The first answer stored under an Idempotency-Key of a task, with its body fingerprint. */
