@@ -54,6 +54,7 @@ export function piiPartitionRoutes(deps: Deps): Route[] {
           const after = await store.piiSettings.put(next);
           return { result: after, before: settingsView(ctx.tenantId, before), after: settingsView(ctx.tenantId, after), resourceId: ctx.tenantId };
         });
+        vault.forgetSettings(ctx.tenantId);
         return { body: settingsView(ctx.tenantId, saved) };
       },
     }),

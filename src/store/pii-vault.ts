@@ -6,6 +6,8 @@ import type { LookupKeyring } from '../pii/keyring.js';
 import { PiiPartitions, type PiiPartition } from './pii-partitions.js';
 import { openPii, sealPii, TenantDataKeys, type PiiRecord } from '../pii/sealing.js';
 
+const SETTINGS_TTL_MS = 2000;
+
 /** Index entries of one address: one per key of the keyring's write (or read) set. */
 export interface IndexEntries { generations: number[]; bidxs: Buffer[] }
 
@@ -16,6 +18,7 @@ export interface IndexEntries { generations: number[]; bidxs: Buffer[] }
 export class PiiVault {
   private joinCache = new Map<string, string>();
   private readonly statements = new Map<string, string>();
+  private readonly settingsCache = new Map<string, { value: unknown; until: number }>();
 
   constructor(readonly main: Sql, readonly partitions: PiiPartitions, readonly dataKeys: TenantDataKeys, private ring: LookupKeyring) {}
 
@@ -71,6 +74,19 @@ export class PiiVault {
     const column = inMain.length ? `coalesce(${inMain.map((_, i) => `p${i}.sealed`).join(', ')}) as sealed` : 'null::bytea as sealed';
     return { joins, column };
   }
+
+  /**
+   * A tenant's partition settings, read at most every SETTINGS_TTL_MS per process (a first login must not
+   * pay a query for them); a PUT in this process forgets them at once, other processes within the TTL.
+   */
+  async settings<T>(tenantId: string, load: () => Promise<T>): Promise<T> {
+    const hit = this.settingsCache.get(tenantId);
+    if (hit && hit.until > Date.now()) return hit.value as T;
+    const value = await load();
+    this.settingsCache.set(tenantId, { value, until: Date.now() + SETTINGS_TTL_MS });
+    return value;
+  }
+  forgetSettings(tenantId: string): void { this.settingsCache.delete(tenantId); }
 
   /** A statement text built once per process from the partition joins (hot paths run it prepared). */
   statement(name: string, build: (join: (alias: string) => { joins: string; column: string }) => string): string {

@@ -72,9 +72,10 @@ export class UserRepository {
   }
 
   /** Where a new user's PII goes (tenant policy, residence, rules, default). */
-  private async partitionFor(r: PiiRecord): Promise<string> {
-    const settings = await new PiiSettingsRepository(this.db, this.tenantId).get();
-    return resolvePartition(settings, r, new Set(this.vault.partitions.names()));
+  private async partitionResolver(): Promise<(r: PiiRecord) => string> {
+    const settings = await this.vault.settings(this.tenantId, () => new PiiSettingsRepository(this.db, this.tenantId).get());
+    const available = new Set(this.vault.partitions.names());
+    return (r) => resolvePartition(settings, r, available);
   }
 
   /**
@@ -104,10 +105,11 @@ export class UserRepository {
     const sql = this.db;
     const t = this.tenantId;
     const nKeys = this.vault.keyring.writeKeys().length;
+    const partitionOf = await this.partitionResolver();
     const rows = await Promise.all(us.map(async (u) => {
       const id = newId('u');
       const rec: PiiRecord = { email: u.email, name: u.name ?? null, metadata: u.metadata ?? {} };
-      const partition = await this.partitionFor(rec);
+      const partition = partitionOf(rec);
       return { id, rec, partition, u, sealed: await this.vault.seal(t, id, rec), write: this.vault.writeEntries(u.email), read: this.vault.readEntries(u.email) };
     }));
     const flat = (pick: (r: typeof rows[number]) => { generations: number[]; bidxs: Buffer[] }) => {
