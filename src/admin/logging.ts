@@ -94,6 +94,15 @@ export function loggingRoutes(deps: Deps): Route[] {
     return d;
   }
 
+  /** A destination (locked) with its credentials and the prepared one, or 409 when none is prepared. */
+  async function preparedCredential(repo: LogArchiveRepository, id: string) {
+    const d = await mustDestination(repo, id, true);
+    const creds = await repo.credentials(d.id);
+    const next = creds.find((c) => c.status === 'next');
+    if (!next) throw new Conflict('conflict', 'No credential is prepared.');
+    return { d, creds, next };
+  }
+
   function checkDestination(v: { kind?: string; directory?: string | undefined; url?: string | undefined }): void {
     const details: Record<string, string[]> = {};
     if (v.directory !== undefined && !safeRelativeDir(v.directory)) details.directory = ['must be a relative directory under the archive directory, without ..'];
@@ -239,10 +248,7 @@ export function loggingRoutes(deps: Deps): Route[] {
       handler: async ({ params, mutate }) => {
         const out = await mutate(async (_tx, store) => {
           const repo = store.logArchive;
-          const d = await mustDestination(repo, params.id!, true);
-          const creds = await repo.credentials(d.id);
-          const next = creds.find((c) => c.status === 'next');
-          if (!next) throw new Conflict('conflict', 'No credential is prepared.');
+          const { d, creds, next } = await preparedCredential(repo, params.id!);
           const now = Date.now();
           for (const c of creds) {
             if (c.status === 'previous') await repo.setCredential(d.id, c.version, { status: 'retired', retired_at: now });
@@ -265,10 +271,7 @@ export function loggingRoutes(deps: Deps): Route[] {
       handler: async ({ params, mutate }) => {
         const out = await mutate(async (_tx, store) => {
           const repo = store.logArchive;
-          const d = await mustDestination(repo, params.id!, true);
-          const creds = await repo.credentials(d.id);
-          const next = creds.find((c) => c.status === 'next');
-          if (!next) throw new Conflict('conflict', 'No credential is prepared.');
+          const { d, creds, next } = await preparedCredential(repo, params.id!);
           await repo.setCredential(d.id, next.version, { status: 'aborted' });
           const row = (await repo.updateDestination(d.id, { rotation_state: creds.some((c) => c.status === 'previous') ? 'overlap' : 'idle' }))!;
           const res = mutationResult(row, await repo.credentials(d.id));
