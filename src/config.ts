@@ -49,6 +49,12 @@ export interface Config {
   readonly pluginHealthIntervalMs: number;
   /** Lock of an import/export job (ms): a killed worker's job is taken up again this long after it died. */
   readonly userJobLockMs: number;
+  /** Lookup-HMAC rotation (src/lookup-keys/): how often each process reads the control plane, when a silent process stops counting as live, the reindex job's batch and lease, the default grace. */
+  readonly lookupKeyringRefreshMs: number;
+  readonly lookupKeyringLiveMs: number;
+  readonly lookupReindexBatch: number;
+  readonly lookupReindexLeaseMs: number;
+  readonly lookupRotationGraceSeconds: number;
   readonly queueWorkers: boolean;
   /** One-time codes one client address may request per minute (raise it for load tests from one host). */
   readonly loginIpLimitPerMinute: number;
@@ -200,6 +206,11 @@ export function loadConfig(env: Env = process.env): Config {
     emailConcurrency: int('EMAIL_CONCURRENCY', 32, 1, 1000),
     pluginHealthIntervalMs: int('PLUGIN_HEALTH_INTERVAL_MS', 30_000, 100, 3_600_000),
     userJobLockMs: int('USER_JOB_LOCK_MS', 30_000, 1000, 600_000),
+    lookupKeyringRefreshMs: int('LOOKUP_KEYRING_REFRESH_MS', 1000, 50, 60_000),
+    lookupKeyringLiveMs: int('LOOKUP_KEYRING_LIVE_MS', 10_000, 500, 600_000),
+    lookupReindexBatch: int('LOOKUP_REINDEX_BATCH', 500, 1, 10_000),
+    lookupReindexLeaseMs: int('LOOKUP_REINDEX_LEASE_MS', 30_000, 500, 3_600_000),
+    lookupRotationGraceSeconds: int('LOOKUP_ROTATION_GRACE_SECONDS', 7 * 86_400, 0, 365 * 86_400),
     queueWorkers: bool('QUEUE_WORKERS', true),
     loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
     logArchiveDir: str('LOG_ARCHIVE_DIR', '.data/log-archive'),
@@ -215,6 +226,8 @@ export function loadConfig(env: Env = process.env): Config {
     webauthnOrigins: Object.freeze(str('WEBAUTHN_ORIGINS', new URL(issuer).origin).split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean)),
   };
   for (const o of config.webauthnOrigins) if (!/^https?:\/\/[^/]+$/.test(o)) problems.push(`WEBAUTHN_ORIGINS entries must be origins (scheme://host[:port]), got "${o}"`);
+  // A process refuses to index when it has not refreshed for half the live window: a refresh must fit in it several times.
+  if (config.lookupKeyringRefreshMs * 3 > config.lookupKeyringLiveMs) problems.push('LOOKUP_KEYRING_LIVE_MS must be at least 3 × LOOKUP_KEYRING_REFRESH_MS');
   if (!/^[a-z0-9.-]+$/i.test(config.webauthnRpId)) problems.push('WEBAUTHN_RP_ID must be a host name');
   const validLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
   if (!validLevels.includes(config.logLevel)) problems.push(`LOG_LEVEL must be one of ${validLevels.join(', ')}`);

@@ -16,6 +16,7 @@ import { Store } from './store/index.js';
 import { ReadReplica } from './store/replica.js';
 import { createSql } from './store/sql.js';
 import { configureFieldSealing } from './pii/fields.js';
+import { followLookupKeys } from './lookup-keys/wiring.js';
 
 export interface RunningHttp {
   port: number;
@@ -58,6 +59,8 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
       },
       close: () => pii.close(),
     });
+    // Users are indexed with the keys of the lookup-key rotation's current state (src/lookup-keys/).
+    followLookupKeys({ config, sql, redis, vault: pii, role: 'http', log, lifecycle });
     deps = { config, log, sql, store: new Store(sql, pii, replica), redis, tokens, lifecycle };
     // Token decisions are buffered here and appended in batches; on only for tenants whose settings say so (cached).
     const logs = createLogPipeline(config, sql, log, (tenantId) => {

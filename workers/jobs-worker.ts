@@ -14,6 +14,10 @@ import { runImport } from '../src/imports/run-import.js';
 import { runExport } from '../src/imports/run-export.js';
 import { PiiVault } from '../src/store/pii-vault.js';
 import { configureFieldSealing } from '../src/pii/fields.js';
+import { followLookupKeys } from '../src/lookup-keys/wiring.js';
+import { LOOKUP_ROTATION_QUEUE, RotationQueue, type RotationJobData } from '../src/lookup-keys/queue.js';
+import { completeAfterGrace, driveRotation, type WorkDeps } from '../src/lookup-keys/work.js';
+import { lookupHmacRepo } from '../src/lookup-keys/repository.js';
 
 export const PLUGIN_HEALTH_QUEUE = 'plugin-health';
 
@@ -40,7 +44,37 @@ export async function startJobsWorker(config: Config, log: Logger): Promise<Runn
     return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.status]));
   }, { connection, prefix, concurrency: 1 });
   worker.on('error', (err) => log.warn({ err: err.message }, 'jobs worker error'));
-  const store = new Store(sql, PiiVault.fromConfig(config, sql));
+  const vault = PiiVault.fromConfig(config, sql);
+  // Imports write users' index entries: under the keys of the lookup-key rotation's current state.
+  const keys = followLookupKeys({ config, sql, redis: cache, vault, role: 'jobs-worker', log });
+  await keys.start();
+  const store = new Store(sql, vault);
+  // Lookup-key rotations: the reindex, verification, rollback and cleanup of src/lookup-keys/work.ts,
+  // under a lease; a killed worker's job is taken up again when its lock lapses and resumes at the checkpoint.
+  const rotationQueue = new RotationQueue(config);
+  const work: WorkDeps = {
+    sql, vault, redis: cache, kek: config.keyEncryptionKey, log, ownerId: keys.id,
+    leaseMs: config.lookupReindexLeaseMs, batch: config.lookupReindexBatch, liveMs: config.lookupKeyringLiveMs,
+    scheduleGrace: (operationId, delayMs) => rotationQueue.add({ operationId, kind: 'grace' }, delayMs),
+  };
+  const rotations = new Worker<RotationJobData>(LOOKUP_ROTATION_QUEUE, async (job) => {
+    const { operationId, kind } = job.data;
+    if (kind === 'work') return driveRotation(work, operationId);
+    const r = await completeAfterGrace(work, operationId);
+    if (r === 'behind') throw new Error('a process does not apply grace yet');
+    if (r === 'not_yet') {
+      const row = await lookupHmacRepo.get(sql, operationId);
+      await rotationQueue.add({ operationId, kind: 'grace' }, (row?.grace_expires_at ?? 0) - Date.now());
+    }
+    return r;
+  }, { connection, prefix, concurrency: 1, lockDuration: config.userJobLockMs, stalledInterval: Math.max(1000, Math.floor(config.userJobLockMs / 2)), maxStalledCount: 10 });
+  rotations.on('error', (err) => log.warn({ err: err.message }, 'lookup rotation worker error'));
+  rotations.on('failed', (job, err) => log.warn({ job: job?.id, attempts: job?.attemptsMade, err: err.message }, 'lookup rotation job attempt failed'));
+  await rotations.waitUntilReady();
+  // Work that a lost enqueue left behind (Redis down when a move committed) is queued again at start.
+  const live = await lookupHmacRepo.live(sql);
+  if (live && ['reindexing', 'verifying', 'blocked', 'complete'].includes(live.state)) await rotationQueue.add({ operationId: live.operation_id, kind: 'work' }).catch(() => {});
+  if (live?.state === 'grace') await rotationQueue.add({ operationId: live.operation_id, kind: 'grace' }, (live.grace_expires_at ?? 0) - Date.now()).catch(() => {});
   // Imports and exports: one job at a time per process (each batch is a transaction). A killed
   // process's job is stalled and taken up again after the lock lapses; the import resumes at its checkpoint.
   const userJobs = new Worker<UserJobData>(USER_JOBS_QUEUE, async (job) => {
@@ -66,8 +100,10 @@ export async function startJobsWorker(config: Config, log: Logger): Promise<Runn
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= (async () => {
-      await Promise.allSettled([worker.close(), userJobs.close()]);
+      await Promise.allSettled([worker.close(), userJobs.close(), rotations.close()]);
       await queue.close().catch(() => {});
+      await rotationQueue.close();
+      await keys.close();
       await Promise.allSettled([closeRedis(cache), closeRedis(producer), connection.quit().catch(() => connection.disconnect())]);
       await sql.end({ timeout: 5 });
     })()),

@@ -7,6 +7,7 @@ import { clientRoutes } from './clients.js';
 import { loggingRoutes } from './logging.js';
 import { loggingGovernanceRoutes } from './logging-governance.js';
 import { piiPartitionRoutes } from './pii-partitions.js';
+import { lookupHmacRoutes } from './lookup-hmac.js';
 import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
 import { roleRoutes } from './roles.js';
@@ -24,6 +25,7 @@ export function adminRoutes(deps: Deps): Route[] {
     ...principalRoutes(deps),
     ...shardingRoutes(deps),
     ...piiPartitionRoutes(deps),
+    ...lookupHmacRoutes(deps),
     ...checkApiKeyRoutes(deps),
     ...policyRoutes(deps),
     ...approvalRoutes(deps),

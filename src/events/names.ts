@@ -8,9 +8,11 @@ export const EVENT_NAMES = [
 
 /**
  * Events beyond the spec's sixteen (docs/webhooks.md): `logging.quota_exceeded`, the notification of a
- * log quota evaluation that is not ok (issue 13; its outbox id is the evaluation's notification_event_id).
+ * log quota evaluation that is not ok (issue 13; its outbox id is the evaluation's notification_event_id);
+ * `control_plane.lookup_hmac_rotation`, each move of a lookup-key rotation (issue 14), in the tenant of
+ * the platform administrator who started it.
  */
-export const EXTENSION_EVENT_NAMES = ['logging.quota_exceeded'] as const;
+export const EXTENSION_EVENT_NAMES = ['logging.quota_exceeded', 'control_plane.lookup_hmac_rotation'] as const;
 
 export type EventName = (typeof EVENT_NAMES)[number] | (typeof EXTENSION_EVENT_NAMES)[number];
 
