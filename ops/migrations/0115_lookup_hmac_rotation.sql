@@ -22,7 +22,9 @@ create unique index lookup_hmac_keys_one_current on lookup_hmac_keys ((true)) wh
 -- entries deleted; blocked and rolled back): at most one unfinished rotation per environment.
 create table lookup_hmac_rotations (
   operation_id               text primary key check (operation_id ~ '^[a-zA-Z0-9][a-zA-Z0-9._:-]*$' and length(operation_id) <= 128),
-  tenant_id                  text not null,
+  -- The tenant of the platform administrator who started it: its events go to that tenant's outbox.
+  -- Not `tenant_id`: the rotation is environment-wide and must not go with a purged tenant.
+  event_tenant_id            text not null,
   state                      text not null check (state in ('planned', 'distributing', 'activation_dual_write', 'dual_read', 'reindexing', 'verifying', 'grace', 'complete', 'blocked')),
   source_generation          int not null references lookup_hmac_keys(generation),
   candidate_generation       int not null references lookup_hmac_keys(generation),

@@ -23,7 +23,7 @@ const otherSlot = (s: LookupSlot): LookupSlot => (s === 'A' ? 'B' : 'A');
 export async function transition(tx: TxSql, row: RotationRow, to: RotationState, set: Parameters<typeof repo.update>[2] = {}, extra: Record<string, unknown> = {}): Promise<RotationRow> {
   const next = await repo.update(tx, row.operation_id, { ...set, state: to });
   await recordEvent(tx, {
-    tenantId: row.tenant_id, event: 'control_plane.lookup_hmac_rotation',
+    tenantId: row.event_tenant_id, event: 'control_plane.lookup_hmac_rotation',
     data: { operation_id: row.operation_id, from: row.state, to, source_generation: row.source_generation, candidate_generation: row.candidate_generation,
       verification_attempt_count: next.verification_attempt_count, finished: next.finished_at !== null, ...extra },
   });
@@ -63,9 +63,9 @@ export async function startRotation(tx: TxSql, kek: Buffer, input: StartInput, e
   const [taken] = await tx`select 1 from lookup_hmac_keys where key_id = ${keyId}`;
   if (taken) throw new ValidationError({ keyId: ['a key with this id exists'] });
   await repo.insertKey(tx, candidate);
-  const row = await repo.insert(tx, { operation_id: input.operationId, tenant_id: input.tenantId, source_generation: current.generation, candidate_generation: generation, grace_ms: input.graceMs, started_by: input.startedBy });
+  const row = await repo.insert(tx, { operation_id: input.operationId, event_tenant_id: input.tenantId, source_generation: current.generation, candidate_generation: generation, grace_ms: input.graceMs, started_by: input.startedBy });
   await recordEvent(tx, {
-    tenantId: row.tenant_id, event: 'control_plane.lookup_hmac_rotation',
+    tenantId: row.event_tenant_id, event: 'control_plane.lookup_hmac_rotation',
     data: { operation_id: row.operation_id, from: null, to: 'planned', source_generation: row.source_generation, candidate_generation: row.candidate_generation, verification_attempt_count: 0, finished: false },
   });
   return { row, created: true };

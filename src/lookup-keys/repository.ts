@@ -4,7 +4,7 @@ import type { RotationState } from './states.js';
 
 /** A rotation row (lookup_hmac_rotations). */
 export interface RotationRow {
-  operation_id: string; tenant_id: string; state: RotationState; source_generation: number; candidate_generation: number;
+  operation_id: string; event_tenant_id: string; state: RotationState; source_generation: number; candidate_generation: number;
   checkpoint: Record<string, unknown>; cutoff: number | null; source_row_count: number | null; current_row_count: number | null;
   verification_attempt_count: number; grace_ms: number; grace_expires_at: number | null; owner_id: string | null;
   fencing_token: number; lease_expires_at: number | null; mutation_started: boolean; blocked_reason: string | null;
@@ -65,9 +65,9 @@ export const lookupHmacRepo = {
     return r ? rotationRow(r) : null;
   },
 
-  async insert(db: Db, r: Pick<RotationRow, 'operation_id' | 'tenant_id' | 'source_generation' | 'candidate_generation' | 'grace_ms' | 'started_by'>): Promise<RotationRow> {
-    const [row] = await db`insert into lookup_hmac_rotations (operation_id, tenant_id, state, source_generation, candidate_generation, grace_ms, started_by)
-      values (${r.operation_id}, ${r.tenant_id}, 'planned', ${r.source_generation}, ${r.candidate_generation}, ${r.grace_ms}, ${r.started_by}) returning *`;
+  async insert(db: Db, r: Pick<RotationRow, 'operation_id' | 'event_tenant_id' | 'source_generation' | 'candidate_generation' | 'grace_ms' | 'started_by'>): Promise<RotationRow> {
+    const [row] = await db`insert into lookup_hmac_rotations (operation_id, event_tenant_id, state, source_generation, candidate_generation, grace_ms, started_by)
+      values (${r.operation_id}, ${r.event_tenant_id}, 'planned', ${r.source_generation}, ${r.candidate_generation}, ${r.grace_ms}, ${r.started_by}) returning *`;
     return rotationRow(row!);
   },
 

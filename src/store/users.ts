@@ -27,6 +27,17 @@ type CoreRow = Omit<User, 'email' | 'name' | 'metadata'> & { sealed: Buffer | nu
 type Fragment = ReturnType<Db['unsafe']>;
 const unique = (err: unknown) => (err as { code?: string }).code === '23505';
 const core = (a: string) => `${a}.id, ${a}.tenant_id, ${a}.status, ${a}.email_verified, ${a}.pii_partition, ${a}.created_at, ${a}.updated_at`;
+/**
+ * Index entries matched with scalar parameters from `$first` on (`generation = $i and bidx = $i+1`, or-ed):
+ * Postgres plans such a probe generically as well as per call, so a prepared statement stops being re-planned
+ * at each execution, which the `= any(array)` form was (run 47 in perf/RESULTS.md).
+ */
+function entryPredicate(first: number, n: number): string {
+  return Array.from({ length: n }, (_, k) => `(generation = $${first + 2 * k}::int and bidx = $${first + 2 * k + 1}::bytea)`).join(' or ');
+}
+function entryParams(e: { generations: number[]; bidxs: Buffer[] }): unknown[] {
+  return e.generations.flatMap((g, k) => [g, e.bidxs[k]]);
+}
 // Rows decrypted per round when a search must read personal data (prefix and substring searches).
 const SCAN_BATCH = 500;
 
@@ -86,7 +97,10 @@ export class UserRepository {
    */
   private byAddress(email: string) {
     const e = this.vault.readEntries(email);
-    return this.db`(select user_id from user_email_index where tenant_id = ${this.tenantId} and generation = any(${e.generations}::int[]) and bidx = any(${byteaArray(this.db, e.bidxs)}::bytea[]) limit 1)`;
+    // Scalar parameters, as entryPredicate (an `= any(array)` probe is re-planned at every execution).
+    const match = e.generations.map((g, k) => this.db`(generation = ${g}::int and bidx = ${e.bidxs[k]!}::bytea)`)
+      .reduce((a, b) => this.db`${a} or ${b}`);
+    return this.db`(select user_id from user_email_index where tenant_id = ${this.tenantId} and (${match}) limit 1)`;
   }
 
   /** Inserts a user with a fresh `u_` id; null when the email is taken in the tenant. */
@@ -99,19 +113,20 @@ export class UserRepository {
     const w = this.vault.writeEntries(u.email);
     const r = this.vault.readEntries(u.email);
     if (!part.inMain) await this.writeElsewhere([{ id, partition: part.name, sealed }]);
-    // The first login's insert: one prepared statement per partition (the batch statement of insertMany
-    // costs Postgres several times more to plan for one row). Nothing is written if the address is taken.
-    const text = this.vault.statement(`insert-user:${part.name}`, () => `
+    // The first login's insert: one prepared statement per partition and key count (the batch statement of
+    // insertMany costs Postgres several times more to plan for one row). Nothing is written if the address is taken.
+    const wAt = 3; const rAt = wAt + 2 * w.generations.length; const more = rAt + 2 * r.generations.length;
+    const text = this.vault.statement(`insert-user:${part.name}:${w.generations.length}:${r.generations.length}`, () => `
       with i as (insert into user_email_index (tenant_id, generation, bidx, user_id)
-          select $1, g, b, $2 from unnest($3::int[], $4::bytea[]) as x(g, b)
-          where not exists (select 1 from user_email_index where tenant_id = $1 and generation = any($5::int[]) and bidx = any($6::bytea[]))
+          select $1, x.g, x.b, $2 from (values ${w.generations.map((_, k) => `($${wAt + 2 * k}::int, $${wAt + 2 * k + 1}::bytea)`).join(', ')}) as x(g, b)
+          where not exists (select 1 from user_email_index where tenant_id = $1 and (${entryPredicate(rAt, r.generations.length)}))
           on conflict do nothing returning 1),
         c as (insert into users (id, tenant_id, email, email_verified, metadata, last_login_at, pii_partition)
-          select $2, $1, null, $7::boolean, '{}', case when $8::boolean then now_ms() end, $9
-          where (select count(*) from i) = cardinality($3::int[]) returning *)
-        ${part.inMain ? `, p as (insert into "pii_${part.name}"."user_pii" (tenant_id, user_id, sealed) select $1, $2, $10::bytea from c)` : ''}
+          select $2, $1, null, $${more}::boolean, '{}', case when $${more + 1}::boolean then now_ms() end, $${more + 2}
+          where (select count(*) from i) = ${w.generations.length} returning *)
+        ${part.inMain ? `, p as (insert into "pii_${part.name}"."user_pii" (tenant_id, user_id, sealed) select $1, $2, $${more + 3}::bytea from c)` : ''}
       select ${core('c')} from c`);
-    const params = [this.tenantId, id, w.generations, byteaArray(this.db, w.bidxs), r.generations, byteaArray(this.db, r.bidxs),
+    const params = [this.tenantId, id, ...entryParams(w), ...entryParams(r),
       u.emailVerified ?? false, Boolean(u.loggedIn), part.name, ...(part.inMain ? [sealed] : [])];
     let row: Omit<CoreRow, 'sealed'> | undefined;
     try {
@@ -332,13 +347,13 @@ export class UserRepository {
   async touchActiveLogin(email: string): Promise<User | null> {
     // A successful sign-in ends a run of failures (the lockout counts consecutive ones). The login hot path:
     // one prepared statement whose text is built once per process (nested fragments cost ~0.2 ms of CPU).
-    const text = this.vault.statement('touch-login', (j) => `with x as (update users set last_login_at = now_ms(), email_verified = true,
+    const e = this.vault.readEntries(email);
+    const text = this.vault.statement(`touch-login:${e.generations.length}`, (j) => `with x as (update users set last_login_at = now_ms(), email_verified = true,
         failed_logins = 0, updated_at = now_ms()
       where tenant_id = $1 and status = 'active' and id = (select user_id from user_email_index
-        where tenant_id = $1 and generation = any($2::int[]) and bidx = any($3::bytea[]) limit 1) returning *)
+        where tenant_id = $1 and (${entryPredicate(2, e.generations.length)}) limit 1) returning *)
       select ${core('x')}, ${j('x').column} from x ${j('x').joins}`);
-    const e = this.vault.readEntries(email);
-    return this.one(await this.db.unsafe<CoreRow[]>(text, [this.tenantId, e.generations, byteaArray(this.db, e.bidxs)] as never[], { prepare: true }));
+    return this.one(await this.db.unsafe<CoreRow[]>(text, [this.tenantId, ...entryParams(e)] as never[], { prepare: true }));
   }
 
   /**

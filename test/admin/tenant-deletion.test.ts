@@ -92,7 +92,7 @@ t.test('a tenant with data is purged from every table, then marked deleted', asy
 t.test('every table without a tenant_id column is a known platform table (or purged by name)', async (t) => {
   // A table added later without tenant_id would escape the generic purge: it must be added here after
   // deciding whether it holds tenant data (then purge it in src/tenants/purge.ts) or not.
-  const known = ['platform_settings', 'schema_migrations', 'signing_keys', 'tenants', 'token_shard_generations'];
+  const known = ['lookup_hmac_keys', 'lookup_hmac_rotations', 'platform_settings', 'schema_migrations', 'signing_keys', 'tenants', 'token_shard_generations'];
   const rows = await srv.deps.sql<{ table_name: string }[]>`select t.table_name from information_schema.tables t
     where t.table_schema = current_schema() and t.table_type = 'BASE TABLE' and not exists (select 1 from information_schema.columns c
       where c.table_schema = t.table_schema and c.table_name = t.table_name and c.column_name = 'tenant_id') order by 1`;

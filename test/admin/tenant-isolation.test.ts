@@ -73,6 +73,8 @@ function fill(path: string): string {
   if (path.startsWith('/api/admin/field-mapping/review-tasks')) return path.replace(':reviewTaskId', bTask.id);
   // Plugins are global (the registry); only their configuration is per tenant (checked by the row fingerprint).
   if (path.startsWith('/api/admin/plugins')) return path.replace(':id', 'smtp-mailer');
+  // Lookup-key rotations are environment-wide and platform-only: a tenant administrator is refused any of them.
+  if (path.startsWith('/api/admin/platform/control-plane/lookup-hmac')) return path.replace(':operationId', 'iso-rotation');
   if (path.startsWith('/api/admin/approvals')) {
     // No grant of B exists before approval; B's real request id comes first in the path, so it decides.
     return path.replace(':requestId', bApproval.public_request_id).replace(':stepId', bApproval.approvals[0].id).replace(':grantId', 'agr_of_b_none');
@@ -128,9 +130,12 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/admin-logging/rewrap-jobs': { body: { key_registry_id: bRegistry.id }, b: true },
   'POST /api/admin/logging-policies/quotas': { body: { metric_name: 'records', window_kind: 'hour', hard_limit: 10, enforcement_mode: 'observe' } },
   'PATCH /api/admin/logging-policies/quotas/:id': { body: { hard_limit: 99 } },
+  'POST /api/admin/platform/control-plane/lookup-hmac/rotations': { body: { operationId: 'iso-rotation' } },
+  'POST /api/admin/platform/control-plane/lookup-hmac/rotations/:operationId/advance': { body: {} },
+  'POST /api/admin/platform/control-plane/lookup-hmac/rotations/:operationId/abort': { body: {} },
 };
 /** Routes only platform admins may call: a tenant admin's listing is refused outright rather than filtered. */
-const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants']);
+const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants', 'POST /api/admin/platform/control-plane/lookup-hmac/rotations']);
 const queries: Record<string, string> = {
   'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}`,
   'GET /api/admin/settings/pii-partitions/stats': `?tenant_id=${B.tenantId}`,

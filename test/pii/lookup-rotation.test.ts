@@ -64,7 +64,15 @@ function childWorker(): Promise<ChildProcess> {
   });
 }
 async function inProcessWorker(): Promise<void> {
-  workers.add(await startJobsWorker(srv.config, createLogger('silent')));
+  workers.add(await startJobsWorker(srv.config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', { role: 'jobs' })));
+}
+/** Waits for a rotation to satisfy `ok`; on timeout the failure shows where it stood. */
+async function until(id: string, ok: (r: any) => boolean, ms: number): Promise<any> {
+  let last: any;
+  try {
+    await waitFor(async () => { last = await rotation(id); return ok(last); }, ms, 50);
+  } catch { throw new Error(`rotation ${id} did not get there in ${ms} ms; it stands at ${JSON.stringify(last)}`); }
+  return last;
 }
 
 const rotation = async (id: string) => (await platform.call('GET', `${P}/${encodeURIComponent(id)}`)).body.rotation;
@@ -203,7 +211,7 @@ t.test('a full rotation of 10,000 users, state by state', async (t) => {
   await inProcessWorker();
 
   // Verifying: hold the walk at the last user (a row lock) so the state can be checked while it lasts.
-  await waitFor(async () => (await rotation(OP)).state !== 'reindexing', 90_000, 10);
+  await until(OP, (r) => r.state !== 'reindexing', 90_000);
   const top = await sql<{ id: string }[]>`select id from users order by id desc limit 200`;
   const held = await sql.reserve();
   await held`begin`;
@@ -219,7 +227,7 @@ t.test('a full rotation of 10,000 users, state by state', async (t) => {
   await held`rollback`;
   held.release();
 
-  await waitFor(async () => (await rotation(OP)).state === 'grace', 60_000, 50);
+  await until(OP, (r) => r.state === 'grace', 60_000);
   const g = await rotation(OP);
   const now = await count(sql<{ n: number }[]>`select count(*)::int as n from users`);
   t.match(g, { state: 'grace', verificationAttemptCount: 1, ownerId: null, leaseExpiresAt: null });
@@ -229,7 +237,7 @@ t.test('a full rotation of 10,000 users, state by state', async (t) => {
   t.ok(g.graceExpiresAt > Date.now() + 3000_000, 'grace runs for the configured hour');
   await checkState(t, 'grace');
 
-  t.test('a stale fencing token is refused and changes nothing', async (t) => {
+  await t.test('a stale fencing token is refused and changes nothing', async (t) => {
     const d: WorkDeps = { sql, vault: srv.deps.store.pii, redis: srv.deps.redis, kek: srv.config.keyEncryptionKey, log: createLogger('silent'),
       ownerId: 'test-a', leaseMs: 60_000, batch: 50, liveMs: 6000 };
     const a = await acquireLease(sql, OP, 'test-a', 60_000);
@@ -260,7 +268,7 @@ t.test('a full rotation of 10,000 users, state by state', async (t) => {
   t.equal(early2.status, 409, 'grace is not over');
   const done = await advance(OP, { endGraceEarly: true });
   t.equal(done.state, 'complete');
-  await waitFor(async () => (await rotation(OP)).finished === true, 60_000, 50);
+  await until(OP, (r) => r.finished === true, 60_000);
   const c = await rotation(OP);
   t.match(c, { state: 'complete', finished: true, ownerId: null });
   const old = await count(sql<{ n: number }[]>`select count(*)::int as n from user_email_index where generation = 1`);
@@ -293,7 +301,7 @@ t.test('a verification that keeps failing blocks the rotation at the third failu
   const key3 = loadKey((await lookupHmacRepo.key(sql, 3))!, srv.config.keyEncryptionKey);
   await sql`insert into user_email_index (tenant_id, generation, bidx, user_id) values (${admin.tenantId}, 3, ${blindIndex(key3.key, victim)}, ${tracked.get(email(0))!})`;
   t.equal((await advance(op)).state, 'reindexing');
-  await waitFor(async () => (await rotation(op)).finished === true, 120_000, 50);
+  await until(op, (r) => r.finished === true, 120_000);
   const r = await rotation(op);
   t.match(r, { state: 'blocked', verificationAttemptCount: 3, finished: true });
   t.match(r.blockedReason, /verification failed 3 times \(1 of \d+ users/);
@@ -324,7 +332,7 @@ t.test('abort: before the index changed, blocked at once; the slot is free again
   await advance(`rot-4-${tag}`);
   const ab = await platform.call('POST', `${P}/rot-4-${tag}/abort`, {});
   t.match(ab.body.rotation, { state: 'blocked', mutationStarted: true, finished: false }, 'after dual write began, the rollback runs first');
-  await waitFor(async () => (await rotation(`rot-4-${tag}`)).finished === true, 60_000, 50);
+  await until(`rot-4-${tag}`, (r) => r.finished === true, 60_000);
   await checkState(t, 'after-abort');
   t.notOk(JSON.stringify(await rotation(`rot-4-${tag}`)).includes(candidateKeyHex), 'no key material');
 });
