@@ -9,19 +9,19 @@ import type { User } from '../store/users.js';
  * record `auth.login`. Events are written to the outbox in the same transaction as the change.
  */
 export async function loginUser(deps: Deps, a: { tenantId: string; email: string; clientId: string }): Promise<User> {
-  // Round trips are the cost here (login is a hot path): a returning user is one update and one event
-  // insert, a new user one insert and one insert of both events.
+  // Round trips are the cost here (login is a hot path): one statement finds and stamps the user or
+  // creates it, one more inserts the events.
   const login = (u: User) => ({ tenantId: a.tenantId, event: 'auth.login' as const, data: { user_id: u.id, client_id: a.clientId, method: 'email_code' } });
   const outcome = await deps.store.transaction(a.tenantId, async ({ users }, tx) => {
-    const returning = await users.touchActiveLogin(a.email);
-    if (returning) {
-      await recordEvent(tx, login(returning));
-      return { user: returning, refused: null };
+    // One statement: the returning user stamped, or the new user created (src/store/users.ts).
+    const done = await users.loginOrCreate({ email: a.email, emailVerified: true, loggedIn: true });
+    if (done?.created) {
+      await recordEvents(tx, [{ tenantId: a.tenantId, event: 'user.created', data: { user_id: done.user.id, email: done.user.email, source: 'email_code' } }, login(done.user)]);
+      return { user: done.user, refused: null };
     }
-    const created = await users.insert({ email: a.email, emailVerified: true, loggedIn: true });
-    if (created) {
-      await recordEvents(tx, [{ tenantId: a.tenantId, event: 'user.created', data: { user_id: created.id, email: created.email, source: 'email_code' } }, login(created)]);
-      return { user: created, refused: null };
+    if (done) {
+      await recordEvent(tx, login(done.user));
+      return { user: done.user, refused: null };
     }
     // The address exists but its user is not active (or a concurrent first login just created it).
     const user = await users.getByEmail(a.email);

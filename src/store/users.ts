@@ -103,6 +103,55 @@ export class UserRepository {
     return this.db`(select user_id from user_email_index where tenant_id = ${this.tenantId} and (${match}) limit 1)`;
   }
 
+  /**
+   * A successful email-code login in one statement: stamps the active user with this address, or creates
+   * the user when no one has it (a first login). Null when the address belongs to a user who is not
+   * active, or a concurrent first login took it; the caller then reads the user. A new user whose
+   * partition is in another database takes the two-step path (its PII row is written there first).
+   */
+  async loginOrCreate(u: NewUser): Promise<{ user: User; created: boolean } | null> {
+    const partitionOf = await this.partitionResolver();
+    const id = newId('u');
+    const rec: PiiRecord = { email: u.email, name: u.name ?? null, metadata: u.metadata ?? {} };
+    const part = this.vault.partition(partitionOf(rec));
+    if (!part.inMain) {
+      const returning = await this.touchActiveLogin(u.email);
+      if (returning) return { user: returning, created: false };
+      const created = await this.insert(u);
+      return created ? { user: created, created: true } : null;
+    }
+    const sealed = await this.vault.seal(this.tenantId, id, rec);
+    const w = this.vault.writeEntries(u.email);
+    const r = this.vault.readEntries(u.email);
+    const wAt = 3; const rAt = wAt + 2 * w.generations.length; const more = rAt + 2 * r.generations.length;
+    // The login hot path: one prepared statement per partition and key count. Data-modifying CTEs all run;
+    // `found` decides which of them writes (the update of a returning user, or the three inserts of a new one).
+    const text = this.vault.statement(`login-or-create:${part.name}:${w.generations.length}:${r.generations.length}`, (j) => `
+      with found as (select user_id from user_email_index where tenant_id = $1 and (${entryPredicate(rAt, r.generations.length)}) limit 1),
+        x as (update users set last_login_at = now_ms(), email_verified = true, failed_logins = 0, updated_at = now_ms()
+          where tenant_id = $1 and status = 'active' and id = (select user_id from found) returning *),
+        i as (insert into user_email_index (tenant_id, generation, bidx, user_id)
+          select $1, v.g, v.b, $2 from (values ${w.generations.map((_, k) => `($${wAt + 2 * k}::int, $${wAt + 2 * k + 1}::bytea)`).join(', ')}) as v(g, b)
+          where not exists (select 1 from found) on conflict do nothing returning 1),
+        c as (insert into users (id, tenant_id, email, email_verified, metadata, last_login_at, pii_partition)
+          select $2, $1, null, $${more}::boolean, '{}', case when $${more + 1}::boolean then now_ms() end, $${more + 2}
+          where (select count(*) from i) = ${w.generations.length} returning *),
+        p as (insert into "pii_${part.name}"."user_pii" (tenant_id, user_id, sealed) select $1, $2, $${more + 3}::bytea from c)
+      select ${core('x')}, ${j('x').column}, false as created from x ${j('x').joins}
+      union all
+      select ${core('c')}, null::bytea as sealed, true as created from c`);
+    const params = [this.tenantId, id, ...entryParams(w), ...entryParams(r), u.emailVerified ?? false, Boolean(u.loggedIn), part.name, sealed];
+    const [row] = await this.db.unsafe<(CoreRow & { created: boolean })[]>(text, params as never[], { prepare: true });
+    if (!row) return null;
+    const { created, ...c } = row;
+    if (created) {
+      const { sealed: _s, ...fresh } = c;
+      return { user: { ...fresh, created_at: Number(fresh.created_at), updated_at: Number(fresh.updated_at), ...rec }, created: true };
+    }
+    const user = await this.one([c]);
+    return user ? { user, created: false } : null;
+  }
+
   /** Inserts a user with a fresh `u_` id; null when the email is taken in the tenant. */
   async insert(u: NewUser): Promise<User | null> {
     const partitionOf = await this.partitionResolver();

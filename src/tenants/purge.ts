@@ -121,6 +121,9 @@ export interface TenantPurger { start(): Promise<void>; close(): Promise<void>; 
  * The purge as BullMQ jobs: DELETE enqueues one for the tenant at once, and a repeatable job resumes
  * any tenant still `deleting` (a crashed purge). Concurrency 1 per process. Registered on the lifecycle.
  */
+/** How long shutdown waits for the purge worker to stop before cutting its connections. */
+const CLOSE_WAIT_MS = 2000;
+
 export function createTenantPurger(deps: Deps, everyMs = 60_000): TenantPurger {
   let queue: Queue | undefined;
   let worker: Worker | undefined;
@@ -148,9 +151,18 @@ export function createTenantPurger(deps: Deps, everyMs = 60_000): TenantPurger {
         .catch((err: Error) => deps.log.warn({ err: err.message, tenant: tenantId }, 'tenant purge not enqueued; the resume job will pick it up'));
     },
     async close() {
-      await worker?.close().catch(() => {});
-      await queue?.close().catch(() => {});
+      // After a Redis restart the worker's blocking connection can wait out its command before close()
+      // returns (seen: 10 s to forever in test/cluster/lost-notice); a purge is resumable (batches, and
+      // the resume job), so shutdown waits a bounded time and then cuts the connections.
+      let timer: NodeJS.Timeout | undefined;
+      const bounded = new Promise<void>((resolve) => { timer = setTimeout(resolve, CLOSE_WAIT_MS); });
+      await Promise.race([(async () => {
+        await worker?.close().catch(() => {});
+        await queue?.close().catch(() => {});
+      })(), bounded]);
+      clearTimeout(timer);
       await Promise.all(conns.map((c) => closeRedis(c)));
+      for (const c of conns) c.disconnect();
       conns = [];
     },
   };
