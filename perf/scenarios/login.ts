@@ -21,6 +21,12 @@ interface Login { email: string; state: string; verifier: string; challenge: str
 const CODE_WAIT_MS = Number(process.env.PERF_CODE_WAIT_MS ?? 5000);
 
 let counter = 0;
+/**
+ * PERF_LOGIN_USERS=N: addresses cycle over N users per load process, so after the first N logins every
+ * login is a returning user's (the default, a new address per login, measures first logins). Keep N at
+ * least a fifth of the logins of the run: an address gets 5 codes per 10 minutes.
+ */
+const RETURNING_USERS = Number(process.env.PERF_LOGIN_USERS ?? 0);
 
 export const login: Scenario = {
   name: 'login',
@@ -68,7 +74,7 @@ export const login: Scenario = {
         return a;
       };
       const st: Login = {
-        email: `perf-${fx.run}-${process.pid}-${++counter}@perf.test`,
+        email: RETURNING_USERS > 0 ? `perf-${fx.run}-${process.pid}-r${++counter % RETURNING_USERS}@perf.test` : `perf-${fx.run}-${process.pid}-${++counter}@perf.test`,
         state: randomBytes(9).toString('base64url'),
         verifier: randomBytes(32).toString('base64url'),
         challenge: '',
