@@ -38,15 +38,12 @@ async function run(argv: string[]): Promise<number> {
       // Personal data: partitions created, rows from before migration 0110 sealed (src/pii/).
       const { PiiVault } = await import('./store/pii-vault.js');
       const { sealLegacyUsers } = await import('./store/pii-legacy.js');
-      const { KeyringFollower } = await import('./lookup-keys/follower.js');
+      const { followLookupKeys } = await import('./lookup-keys/wiring.js');
       const { createLogger } = await import('./log.js');
       const vault = PiiVault.fromConfig(config, sql);
       try {
         // Legacy rows are indexed under the keys of the lookup-key rotation's current state (read once).
-        const keys = new KeyringFollower({ sql, redis: null, kek: config.keyEncryptionKey, role: 'migrate', log: createLogger(config.logLevel),
-          refreshMs: config.lookupKeyringRefreshMs, liveMs: config.lookupKeyringLiveMs });
-        await keys.refresh();
-        vault.useKeyring(keys);
+        await followLookupKeys({ config, sql, redis: null, vault, role: 'migrate', log: createLogger(config.logLevel) }).refresh();
         await vault.partitions.ensure();
         const sealed = await sealLegacyUsers(sql, vault);
         if (sealed) console.log(`sealed the personal data of ${sealed} users`);

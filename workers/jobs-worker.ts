@@ -18,6 +18,7 @@ import { followLookupKeys } from '../src/lookup-keys/wiring.js';
 import { LOOKUP_ROTATION_QUEUE, RotationQueue, type RotationJobData } from '../src/lookup-keys/queue.js';
 import { completeAfterGrace, driveRotation, type WorkDeps } from '../src/lookup-keys/work.js';
 import { lookupHmacRepo } from '../src/lookup-keys/repository.js';
+import { hasJobWork } from '../src/lookup-keys/states.js';
 
 export const PLUGIN_HEALTH_QUEUE = 'plugin-health';
 
@@ -44,6 +45,9 @@ export async function startJobsWorker(config: Config, log: Logger): Promise<Runn
     return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, v.status]));
   }, { connection, prefix, concurrency: 1 });
   worker.on('error', (err) => log.warn({ err: err.message }, 'jobs worker error'));
+  // Long jobs that resume at a checkpoint: one at a time; a killed process's job is stalled and taken up
+  // again once its lock (USER_JOB_LOCK_MS) lapses.
+  const resumable = { connection, prefix, concurrency: 1, lockDuration: config.userJobLockMs, stalledInterval: Math.max(1000, Math.floor(config.userJobLockMs / 2)), maxStalledCount: 10 };
   const vault = PiiVault.fromConfig(config, sql);
   // Imports write users' index entries: under the keys of the lookup-key rotation's current state.
   const keys = followLookupKeys({ config, sql, redis: cache, vault, role: 'jobs-worker', log });
@@ -67,13 +71,13 @@ export async function startJobsWorker(config: Config, log: Logger): Promise<Runn
       await rotationQueue.add({ operationId, kind: 'grace' }, (row?.grace_expires_at ?? 0) - Date.now());
     }
     return r;
-  }, { connection, prefix, concurrency: 1, lockDuration: config.userJobLockMs, stalledInterval: Math.max(1000, Math.floor(config.userJobLockMs / 2)), maxStalledCount: 10 });
+  }, resumable);
   rotations.on('error', (err) => log.warn({ err: err.message }, 'lookup rotation worker error'));
   rotations.on('failed', (job, err) => log.warn({ job: job?.id, attempts: job?.attemptsMade, err: err.message }, 'lookup rotation job attempt failed'));
   await rotations.waitUntilReady();
   // Work that a lost enqueue left behind (Redis down when a move committed) is queued again at start.
   const live = await lookupHmacRepo.live(sql);
-  if (live && ['reindexing', 'verifying', 'blocked', 'complete'].includes(live.state)) await rotationQueue.add({ operationId: live.operation_id, kind: 'work' }).catch(() => {});
+  if (live && hasJobWork(live.state)) await rotationQueue.add({ operationId: live.operation_id, kind: 'work' }).catch(() => {});
   if (live?.state === 'grace') await rotationQueue.add({ operationId: live.operation_id, kind: 'grace' }, (live.grace_expires_at ?? 0) - Date.now()).catch(() => {});
   // Imports and exports: one job at a time per process (each batch is a transaction). A killed
   // process's job is stalled and taken up again after the lock lapses; the import resumes at its checkpoint.
@@ -88,7 +92,7 @@ export async function startJobsWorker(config: Config, log: Logger): Promise<Runn
       }
       throw err;
     }
-  }, { connection, prefix, concurrency: 1, lockDuration: config.userJobLockMs, stalledInterval: Math.max(1000, Math.floor(config.userJobLockMs / 2)), maxStalledCount: 10 });
+  }, resumable);
   userJobs.on('error', (err) => log.warn({ err: err.message }, 'user jobs worker error'));
   // Driver errors can quote row values (a unique violation names the address): log only their code.
   userJobs.on('failed', (job, err) => log.warn({ job: job?.id, attempts: job?.attemptsMade, err: (err as { code?: string }).code ?? err.name }, 'user job attempt failed'));

@@ -5,6 +5,7 @@ import { abortRotation, advanceRotation, startRotation } from '../lookup-keys/co
 import { liveComponents } from '../lookup-keys/fleet.js';
 import { RotationQueue } from '../lookup-keys/queue.js';
 import { lookupHmacRepo as repo, type RotationRow } from '../lookup-keys/repository.js';
+import { hasJobWork } from '../lookup-keys/states.js';
 import type { Db } from '../store/sql.js';
 import { adminRoute } from './route.js';
 
@@ -59,7 +60,7 @@ export function lookupHmacRoutes(deps: Deps): Route[] {
   };
   /** Work a move left for the rotation job (reindex, rollback, dropping old entries). */
   const queueWork = async (r: RotationRow) => {
-    if (r.finished_at === null && ['reindexing', 'blocked', 'complete'].includes(r.state)) await jobs().add({ operationId: r.operation_id, kind: 'work' });
+    if (r.finished_at === null && hasJobWork(r.state)) await jobs().add({ operationId: r.operation_id, kind: 'work' });
   };
 
   return [

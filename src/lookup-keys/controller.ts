@@ -7,7 +7,7 @@ import { environmentKey, generateKey, initialKeyRow, type KeyRow } from './key-m
 import { keyFingerprint } from '../pii/blind-index.js';
 import { liveComponents } from './fleet.js';
 import { lookupHmacRepo as repo, type RotationRow } from './repository.js';
-import { advanceTarget, canAbort, laggards, mutatesIndex, type RotationState } from './states.js';
+import { advanceTarget, canAbort, laggards, type RotationState } from './states.js';
 
 export interface StartInput {
   operationId: string; tenantId: string; startedBy: string;
@@ -19,14 +19,19 @@ export interface Fleet { redis: Redis; liveMs: number }
 
 const otherSlot = (s: LookupSlot): LookupSlot => (s === 'A' ? 'B' : 'A');
 
+/** The outbox event of a move from `from` to the state of `next`. */
+function recordMove(tx: TxSql, from: RotationState | null, next: RotationRow, extra: Record<string, unknown> = {}): Promise<void> {
+  return recordEvent(tx, {
+    tenantId: next.event_tenant_id, event: 'control_plane.lookup_hmac_rotation',
+    data: { operation_id: next.operation_id, from, to: next.state, source_generation: next.source_generation, candidate_generation: next.candidate_generation,
+      verification_attempt_count: next.verification_attempt_count, finished: next.finished_at !== null, ...extra },
+  });
+}
+
 /** Writes a move of a rotation and its event in the caller's transaction. */
 export async function transition(tx: TxSql, row: RotationRow, to: RotationState, set: Parameters<typeof repo.update>[2] = {}, extra: Record<string, unknown> = {}): Promise<RotationRow> {
   const next = await repo.update(tx, row.operation_id, { ...set, state: to });
-  await recordEvent(tx, {
-    tenantId: row.event_tenant_id, event: 'control_plane.lookup_hmac_rotation',
-    data: { operation_id: row.operation_id, from: row.state, to, source_generation: row.source_generation, candidate_generation: row.candidate_generation,
-      verification_attempt_count: next.verification_attempt_count, finished: next.finished_at !== null, ...extra },
-  });
+  await recordMove(tx, row.state, next, extra);
   return next;
 }
 
@@ -64,10 +69,7 @@ export async function startRotation(tx: TxSql, kek: Buffer, input: StartInput, e
   if (taken) throw new ValidationError({ keyId: ['a key with this id exists'] });
   await repo.insertKey(tx, candidate);
   const row = await repo.insert(tx, { operation_id: input.operationId, event_tenant_id: input.tenantId, source_generation: current.generation, candidate_generation: generation, grace_ms: input.graceMs, started_by: input.startedBy });
-  await recordEvent(tx, {
-    tenantId: row.event_tenant_id, event: 'control_plane.lookup_hmac_rotation',
-    data: { operation_id: row.operation_id, from: null, to: 'planned', source_generation: row.source_generation, candidate_generation: row.candidate_generation, verification_attempt_count: 0, finished: false },
-  });
+  await recordMove(tx, null, row);
   return { row, created: true };
 }
 
@@ -125,7 +127,8 @@ export async function abortRotation(tx: TxSql, operationId: string, reason: stri
 
 /** Moves a rotation to blocked (an abort, or a third failed verification). */
 export async function block(tx: TxSql, row: RotationRow, reason: string, set: Parameters<typeof repo.update>[2] = {}): Promise<RotationRow> {
-  if (!mutatesIndex(row.state) && !row.mutation_started) {
+  // Before activation_dual_write (mutation_started) the index holds no candidate entry: nothing to roll back.
+  if (!row.mutation_started) {
     await repo.retireKey(tx, row.candidate_generation);
     return transition(tx, row, 'blocked', { ...set, blocked_reason: reason, finished_at: Date.now(), owner_id: null, lease_expires_at: null, checkpoint: { phase: 'done' } });
   }

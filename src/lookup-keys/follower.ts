@@ -59,9 +59,6 @@ export class KeyringFollower implements LookupKeyring {
   writeKeys(): readonly LookupKey[] { this.usable(); return this.writes; }
   readKeys(): readonly LookupKey[] { this.usable(); return this.reads; }
 
-  /** What this process applies, as it reports it. */
-  get report(): Omit<ComponentAck, 'at'> { return this.ack; }
-
   private usable(): void {
     if (this.problem) throw new ServiceUnavailable('The email lookup key is not available in this process.', 5);
     if (Date.now() - this.confirmedAt > this.o.liveMs / 2) throw new ServiceUnavailable('The email lookup keys could not be confirmed recently; retry shortly.', 2);

@@ -56,9 +56,9 @@ export function canAbort(state: RotationState): boolean {
   return state !== 'complete' && state !== 'blocked';
 }
 
-/** The index holds candidate entries from activation_dual_write on: aborting from there needs a rollback. */
-export function mutatesIndex(state: RotationState): boolean {
-  return state !== 'planned' && state !== 'distributing';
+/** States the rotation job has work in: reindexing, verifying, a blocked rotation's rollback, a complete one's cleanup (until finished). */
+export function hasJobWork(state: RotationState): boolean {
+  return state === 'reindexing' || state === 'verifying' || state === 'blocked' || state === 'complete';
 }
 
 /** Verifications a rotation may fail before it is blocked. */

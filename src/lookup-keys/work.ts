@@ -7,7 +7,7 @@ import { byteaArray, type Sql, type TxSql } from '../store/sql.js';
 import { block, lagging, transition } from './controller.js';
 import { loadKey } from './key-material.js';
 import { lookupHmacRepo as repo, type RotationRow } from './repository.js';
-import { afterVerification } from './states.js';
+import { afterVerification, hasJobWork } from './states.js';
 
 /** A write under a lease that another owner has taken over since (or that lapsed): refused, nothing changed. */
 export class StaleFencingToken extends Error {
@@ -162,7 +162,7 @@ export async function driveRotation(d: WorkDeps, operationId: string): Promise<s
   for (;;) {
     const row = await repo.get(d.sql, operationId);
     if (!row || row.finished_at !== null) return row ? `${row.state} (finished)` : 'unknown';
-    if (!['reindexing', 'verifying', 'blocked', 'complete'].includes(row.state)) return row.state;
+    if (!hasJobWork(row.state)) return row.state;
     if (row.state === 'blocked') {
       // The rollback writes source entries only once every process writes both keys again.
       const behind = await d.sql.begin((tx) => lagging(tx, { redis: d.redis, liveMs: d.liveMs }, row));

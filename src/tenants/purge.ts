@@ -117,13 +117,13 @@ async function deletingTenants(sql: Sql): Promise<string[]> {
 
 export interface TenantPurger { start(): Promise<void>; close(): Promise<void>; enqueue(tenantId: string): Promise<void> }
 
+/** How long shutdown waits for the purge worker to stop before cutting its connections. */
+const CLOSE_WAIT_MS = 2000;
+
 /**
  * The purge as BullMQ jobs: DELETE enqueues one for the tenant at once, and a repeatable job resumes
  * any tenant still `deleting` (a crashed purge). Concurrency 1 per process. Registered on the lifecycle.
  */
-/** How long shutdown waits for the purge worker to stop before cutting its connections. */
-const CLOSE_WAIT_MS = 2000;
-
 export function createTenantPurger(deps: Deps, everyMs = 60_000): TenantPurger {
   let queue: Queue | undefined;
   let worker: Worker | undefined;
@@ -162,7 +162,6 @@ export function createTenantPurger(deps: Deps, everyMs = 60_000): TenantPurger {
       })(), bounded]);
       clearTimeout(timer);
       await Promise.all(conns.map((c) => closeRedis(c)));
-      for (const c of conns) c.disconnect();
       conns = [];
     },
   };
