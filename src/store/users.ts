@@ -1,5 +1,6 @@
 import { ServiceUnavailable } from '../errors.js';
-import type { PiiVault } from './pii-vault.js';
+import type { IndexEntries, PiiVault } from './pii-vault.js';
+import type { PiiPartition } from './pii-partitions.js';
 import type { PiiRecord } from '../pii/sealing.js';
 import { resolvePartition } from '../pii/residence.js';
 import { isEmail, normalizeEmail } from '../users/email.js';
@@ -38,6 +39,32 @@ function entryPredicate(first: number, n: number): string {
 function entryParams(e: { generations: number[]; bidxs: Buffer[] }): unknown[] {
   return e.generations.flatMap((g, k) => [g, e.bidxs[k]]);
 }
+
+/** A new user about to be written (UserRepository.prepareNew). */
+interface NewUserWrite { id: string; rec: PiiRecord; part: PiiPartition; sealed: Buffer; w: IndexEntries; r: IndexEntries }
+/** Where the read entries' parameters start: after $1 (tenant), $2 (id) and the write entries. */
+const readAt = (n: NewUserWrite) => 3 + 2 * n.w.generations.length;
+
+/**
+ * The CTEs that write a new user unless `taken` holds: `i` its index entries, `c` its core row (only when
+ * every entry went in), `p` its sealed row when the partition is in the main database; parameters as
+ * UserRepository.newUserParams.
+ */
+function newUserCtes(n: NewUserWrite, taken: string): string {
+  const more = readAt(n) + 2 * n.r.generations.length;
+  return `i as (insert into user_email_index (tenant_id, generation, bidx, user_id)
+          select $1, v.g, v.b, $2 from (values ${n.w.generations.map((_, k) => `($${3 + 2 * k}::int, $${4 + 2 * k}::bytea)`).join(', ')}) as v(g, b)
+          where not ${taken} on conflict do nothing returning 1),
+        c as (insert into users (id, tenant_id, email, email_verified, metadata, last_login_at, pii_partition)
+          select $2, $1, null, $${more}::boolean, '{}', case when $${more + 1}::boolean then now_ms() end, $${more + 2}
+          where (select count(*) from i) = ${n.w.generations.length} returning *)
+        ${n.part.inMain ? `, p as (insert into "pii_${n.part.name}"."user_pii" (tenant_id, user_id, sealed) select $1, $2, $${more + 3}::bytea from c)` : ''}`;
+}
+
+/** A user as callers see it: the core row's columns (bigints as numbers) and the personal data. */
+function userOf(c: Omit<CoreRow, 'sealed'>, pii: PiiRecord): User {
+  return { ...c, created_at: Number(c.created_at), updated_at: Number(c.updated_at), ...pii };
+}
 // Rows decrypted per round when a search must read personal data (prefix and substring searches).
 const SCAN_BATCH = 500;
 
@@ -73,7 +100,7 @@ export class UserRepository {
       // A core row without its personal data: an interrupted write or move (src/admin/pii-move.ts finishes moves).
       if (!sealed) throw new ServiceUnavailable(`The personal data of user ${c.id} is unavailable.`, 5);
       const pii = await this.vault.open(this.tenantId, c.id, sealed);
-      return { ...c, created_at: Number(c.created_at), updated_at: Number(c.updated_at), ...pii };
+      return userOf(c, pii);
     }));
   }
 
@@ -103,6 +130,20 @@ export class UserRepository {
     return this.db`(select user_id from user_email_index where tenant_id = ${this.tenantId} and (${match}) limit 1)`;
   }
 
+  /** What writing a new user needs: a fresh `u_` id, the record, its partition, the sealed row and the index entries. */
+  private async prepareNew(u: NewUser): Promise<NewUserWrite> {
+    const partitionOf = await this.partitionResolver();
+    const id = newId('u');
+    const rec: PiiRecord = { email: u.email, name: u.name ?? null, metadata: u.metadata ?? {} };
+    const part = this.vault.partition(partitionOf(rec));
+    return { id, rec, part, sealed: await this.vault.seal(this.tenantId, id, rec), w: this.vault.writeEntries(u.email), r: this.vault.readEntries(u.email) };
+  }
+
+  /** The parameters of newUserCtes: $1 tenant, $2 id, the write then the read entries, verified, logged in, partition, the sealed row. */
+  private newUserParams(n: NewUserWrite, u: NewUser): unknown[] {
+    return [this.tenantId, n.id, ...entryParams(n.w), ...entryParams(n.r), u.emailVerified ?? false, Boolean(u.loggedIn), n.part.name, ...(n.part.inMain ? [n.sealed] : [])];
+  }
+
   /**
    * A successful email-code login in one statement: stamps the active user with this address, or creates
    * the user when no one has it (a first login). Null when the address belongs to a user who is not
@@ -110,80 +151,53 @@ export class UserRepository {
    * partition is in another database takes the two-step path (its PII row is written there first).
    */
   async loginOrCreate(u: NewUser): Promise<{ user: User; created: boolean } | null> {
-    const partitionOf = await this.partitionResolver();
-    const id = newId('u');
-    const rec: PiiRecord = { email: u.email, name: u.name ?? null, metadata: u.metadata ?? {} };
-    const part = this.vault.partition(partitionOf(rec));
-    if (!part.inMain) {
+    const n = await this.prepareNew(u);
+    if (!n.part.inMain) {
       const returning = await this.touchActiveLogin(u.email);
       if (returning) return { user: returning, created: false };
-      const created = await this.insert(u);
+      const created = await this.insertPrepared(n, u);
       return created ? { user: created, created: true } : null;
     }
-    const sealed = await this.vault.seal(this.tenantId, id, rec);
-    const w = this.vault.writeEntries(u.email);
-    const r = this.vault.readEntries(u.email);
-    const wAt = 3; const rAt = wAt + 2 * w.generations.length; const more = rAt + 2 * r.generations.length;
     // The login hot path: one prepared statement per partition and key count. Data-modifying CTEs all run;
     // `found` decides which of them writes (the update of a returning user, or the three inserts of a new one).
-    const text = this.vault.statement(`login-or-create:${part.name}:${w.generations.length}:${r.generations.length}`, (j) => `
-      with found as (select user_id from user_email_index where tenant_id = $1 and (${entryPredicate(rAt, r.generations.length)}) limit 1),
+    const text = this.vault.statement(`login-or-create:${n.part.name}:${n.w.generations.length}:${n.r.generations.length}`, (j) => `
+      with found as (select user_id from user_email_index where tenant_id = $1 and (${entryPredicate(readAt(n), n.r.generations.length)}) limit 1),
         x as (update users set last_login_at = now_ms(), email_verified = true, failed_logins = 0, updated_at = now_ms()
           where tenant_id = $1 and status = 'active' and id = (select user_id from found) returning *),
-        i as (insert into user_email_index (tenant_id, generation, bidx, user_id)
-          select $1, v.g, v.b, $2 from (values ${w.generations.map((_, k) => `($${wAt + 2 * k}::int, $${wAt + 2 * k + 1}::bytea)`).join(', ')}) as v(g, b)
-          where not exists (select 1 from found) on conflict do nothing returning 1),
-        c as (insert into users (id, tenant_id, email, email_verified, metadata, last_login_at, pii_partition)
-          select $2, $1, null, $${more}::boolean, '{}', case when $${more + 1}::boolean then now_ms() end, $${more + 2}
-          where (select count(*) from i) = ${w.generations.length} returning *),
-        p as (insert into "pii_${part.name}"."user_pii" (tenant_id, user_id, sealed) select $1, $2, $${more + 3}::bytea from c)
+        ${newUserCtes(n, 'exists (select 1 from found)')}
       select ${core('x')}, ${j('x').column}, false as created from x ${j('x').joins}
       union all
       select ${core('c')}, null::bytea as sealed, true as created from c`);
-    const params = [this.tenantId, id, ...entryParams(w), ...entryParams(r), u.emailVerified ?? false, Boolean(u.loggedIn), part.name, sealed];
-    const [row] = await this.db.unsafe<(CoreRow & { created: boolean })[]>(text, params as never[], { prepare: true });
+    const [row] = await this.db.unsafe<(CoreRow & { created: boolean })[]>(text, this.newUserParams(n, u) as never[], { prepare: true });
     if (!row) return null;
     const { created, ...c } = row;
-    if (created) {
-      const { sealed: _s, ...fresh } = c;
-      return { user: { ...fresh, created_at: Number(fresh.created_at), updated_at: Number(fresh.updated_at), ...rec }, created: true };
+    if (!created) {
+      const user = await this.one([c]);
+      return user ? { user, created: false } : null;
     }
-    const user = await this.one([c]);
-    return user ? { user, created: false } : null;
+    const { sealed: _s, ...fresh } = c;
+    return { user: userOf(fresh, n.rec), created: true };
   }
 
   /** Inserts a user with a fresh `u_` id; null when the email is taken in the tenant. */
   async insert(u: NewUser): Promise<User | null> {
-    const partitionOf = await this.partitionResolver();
-    const id = newId('u');
-    const rec: PiiRecord = { email: u.email, name: u.name ?? null, metadata: u.metadata ?? {} };
-    const part = this.vault.partition(partitionOf(rec));
-    const sealed = await this.vault.seal(this.tenantId, id, rec);
-    const w = this.vault.writeEntries(u.email);
-    const r = this.vault.readEntries(u.email);
-    if (!part.inMain) await this.writeElsewhere([{ id, partition: part.name, sealed }]);
+    return this.insertPrepared(await this.prepareNew(u), u);
+  }
+
+  private async insertPrepared(n: NewUserWrite, u: NewUser): Promise<User | null> {
+    if (!n.part.inMain) await this.writeElsewhere([{ id: n.id, partition: n.part.name, sealed: n.sealed }]);
     // The first login's insert: one prepared statement per partition and key count (the batch statement of
     // insertMany costs Postgres several times more to plan for one row). Nothing is written if the address is taken.
-    const wAt = 3; const rAt = wAt + 2 * w.generations.length; const more = rAt + 2 * r.generations.length;
-    const text = this.vault.statement(`insert-user:${part.name}:${w.generations.length}:${r.generations.length}`, () => `
-      with i as (insert into user_email_index (tenant_id, generation, bidx, user_id)
-          select $1, x.g, x.b, $2 from (values ${w.generations.map((_, k) => `($${wAt + 2 * k}::int, $${wAt + 2 * k + 1}::bytea)`).join(', ')}) as x(g, b)
-          where not exists (select 1 from user_email_index where tenant_id = $1 and (${entryPredicate(rAt, r.generations.length)}))
-          on conflict do nothing returning 1),
-        c as (insert into users (id, tenant_id, email, email_verified, metadata, last_login_at, pii_partition)
-          select $2, $1, null, $${more}::boolean, '{}', case when $${more + 1}::boolean then now_ms() end, $${more + 2}
-          where (select count(*) from i) = ${w.generations.length} returning *)
-        ${part.inMain ? `, p as (insert into "pii_${part.name}"."user_pii" (tenant_id, user_id, sealed) select $1, $2, $${more + 3}::bytea from c)` : ''}
+    const text = this.vault.statement(`insert-user:${n.part.name}:${n.w.generations.length}:${n.r.generations.length}`, () => `
+      with ${newUserCtes(n, `exists (select 1 from user_email_index where tenant_id = $1 and (${entryPredicate(readAt(n), n.r.generations.length)}))`)}
       select ${core('c')} from c`);
-    const params = [this.tenantId, id, ...entryParams(w), ...entryParams(r),
-      u.emailVerified ?? false, Boolean(u.loggedIn), part.name, ...(part.inMain ? [sealed] : [])];
     let row: Omit<CoreRow, 'sealed'> | undefined;
     try {
-      [row] = await this.db.unsafe<Omit<CoreRow, 'sealed'>[]>(text, params as never[], { prepare: true });
+      [row] = await this.db.unsafe<Omit<CoreRow, 'sealed'>[]>(text, this.newUserParams(n, u) as never[], { prepare: true });
     } finally {
-      if (!row && !part.inMain) await this.removeElsewhere([{ id, partition: part.name }]);
+      if (!row && !n.part.inMain) await this.removeElsewhere([{ id: n.id, partition: n.part.name }]);
     }
-    return row ? { ...row, created_at: Number(row.created_at), updated_at: Number(row.updated_at), ...rec } : null;
+    return row ? userOf(row, n.rec) : null;
   }
 
   /**
@@ -238,7 +252,7 @@ export class UserRepository {
     const done = new Set(inserted.map((r) => r.id));
     await this.removeElsewhere(elsewhere.filter((r) => !done.has(r.id)));
     const rec = new Map(rows.map((r) => [r.id, r.rec]));
-    return inserted.map(({ sealed: _s, ...c }) => ({ ...c, created_at: Number(c.created_at), updated_at: Number(c.updated_at), ...rec.get(c.id)! }));
+    return inserted.map(({ sealed: _s, ...c }) => userOf(c, rec.get(c.id)!));
   }
 
   private async writeElsewhere(rows: Array<{ id: string; partition: string; sealed: Buffer }>): Promise<void> {
@@ -332,7 +346,7 @@ export class UserRepository {
     if (!row) return null;
     await this.writePii(row.pii_partition, id, sealed);
     const { sealed: _s, ...c } = row;
-    return { ...c, created_at: Number(c.created_at), updated_at: Number(c.updated_at), ...rec };
+    return userOf(c, rec);
   }
 
   /** Replaces a user's index entries with those of a new address; false when the address is taken. */
