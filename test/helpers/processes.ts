@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,6 +29,20 @@ export class PrivateRedis {
     await this.stop();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Forks a worker script (its stdio ignored) and resolves once it reports `svc:ready`; rejects if it exits
+ * first. The child is in `children` until it exits, so a teardown can SIGKILL whatever is left.
+ */
+export function forkReady(file: string, env: NodeJS.ProcessEnv, children: Set<ChildProcess>): Promise<ChildProcess> {
+  const child = fork(file, [], { env, stdio: 'ignore' });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { type?: string }) => (m?.type === 'svc:ready' ? resolve(child) : reject(new Error('unexpected message'))));
+    child.once('exit', (code) => reject(new Error(`worker exited early (${code})`)));
+  });
 }
 
 export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, stepMs = 50): Promise<void> {

@@ -1,4 +1,5 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { forkReady } from '../helpers/processes.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -29,13 +30,7 @@ export async function importEnv(label: string) {
     child(): Promise<ChildProcess> {
       const c = srv.config;
       const env = { ...process.env, ...ENV, NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_PREFIX: c.redisPrefix, DATABASE_URL: c.databaseUrl, REDIS_URL: c.redisUrl, QUEUE_REDIS_URL: c.queueRedisUrl };
-      const child = fork(workerFile, [], { env, stdio: 'ignore' });
-      children.add(child);
-      child.once('exit', () => children.delete(child));
-      return new Promise((resolve, reject) => {
-        child.once('message', (m: { type?: string }) => (m?.type === 'svc:ready' ? resolve(child) : reject(new Error('unexpected message'))));
-        child.once('exit', (code) => reject(new Error(`worker exited early (${code})`)));
-      });
+      return forkReady(workerFile, env, children);
     },
   };
 }

@@ -1,4 +1,5 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { forkReady } from '../helpers/processes.js';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -45,13 +46,7 @@ export async function logEnv(extra: Record<string, string> = {}) {
     },
     child(env: Record<string, string> = {}): Promise<ChildProcess> {
       const c = srv.config;
-      const child = fork(workerFile, [], { env: { ...process.env, ...ENV, ...env, NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_PREFIX: c.redisPrefix, DATABASE_URL: c.databaseUrl, REDIS_URL: c.redisUrl, QUEUE_REDIS_URL: c.queueRedisUrl }, stdio: 'ignore' });
-      children.add(child);
-      child.once('exit', () => children.delete(child));
-      return new Promise((resolve, reject) => {
-        child.once('message', (m: { type?: string }) => (m?.type === 'svc:ready' ? resolve(child) : reject(new Error('unexpected message'))));
-        child.once('exit', (code) => reject(new Error(`worker exited early (${code})`)));
-      });
+      return forkReady(workerFile, { ...process.env, ...ENV, ...env, NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_PREFIX: c.redisPrefix, DATABASE_URL: c.databaseUrl, REDIS_URL: c.redisUrl, QUEUE_REDIS_URL: c.queueRedisUrl }, children);
     },
     kill(child: ChildProcess): Promise<void> {
       return new Promise((resolve) => { child.once('exit', () => resolve()); child.kill('SIGKILL'); });

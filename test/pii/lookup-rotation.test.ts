@@ -1,4 +1,4 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -14,7 +14,7 @@ import { startEmailWorker } from '../../workers/email-worker.js';
 import { startJobsWorker, type RunningJobsWorker } from '../../workers/jobs-worker.js';
 import { adminOf, events } from '../admin/helpers.js';
 import { tempDatabase } from '../helpers/db.js';
-import { waitFor } from '../helpers/processes.js';
+import { forkReady, waitFor } from '../helpers/processes.js';
 import { startTestServer } from '../helpers/server.js';
 import { codeFor } from '../login/fixtures.js';
 
@@ -55,13 +55,7 @@ const workerFile = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '.
 function childWorker(): Promise<ChildProcess> {
   const c = srv.config;
   const env = { ...process.env, ...ENV, NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_PREFIX: c.redisPrefix, REDIS_URL: c.redisUrl, QUEUE_REDIS_URL: c.queueRedisUrl };
-  const child = fork(workerFile, [], { env, stdio: 'ignore' });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { type?: string }) => (m?.type === 'svc:ready' ? resolve(child) : reject(new Error('unexpected message'))));
-    child.once('exit', (code) => reject(new Error(`worker exited early (${code})`)));
-  });
+  return forkReady(workerFile, env, children);
 }
 async function inProcessWorker(): Promise<void> {
   workers.add(await startJobsWorker(srv.config, createLogger(process.env.TEST_LOG_LEVEL ?? 'silent', { role: 'jobs' })));

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -7,7 +7,7 @@ import { OutboxRelay } from '../../src/events/relay.js';
 import { createLogger } from '../../src/log.js';
 import { createDeliveryQueue, deliveryJobId } from '../../src/webhooks/queue.js';
 import { testConfig } from '../helpers/env.js';
-import { PrivateRedis, waitFor } from '../helpers/processes.js';
+import { forkReady, PrivateRedis, waitFor } from '../helpers/processes.js';
 import { addWebhook, createTenant, emit, hooksOf, isolatedDatabase, startReceiver, testSql } from './fixtures.js';
 
 // Crash safety with the consumer in a child process (node dist/workers/webhook-worker.js) that we kill,
@@ -30,13 +30,7 @@ t.teardown(async () => {
 
 function startChild(): Promise<ChildProcess> {
   const env = { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', REDIS_PREFIX: config.redisPrefix, QUEUE_REDIS_URL: qredis.url, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl };
-  const child = fork(workerFile, [], { env, stdio: 'ignore' });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return new Promise((resolve, reject) => {
-    child.once('message', (m: { type?: string }) => (m?.type === 'svc:ready' ? resolve(child) : reject(new Error('unexpected message'))));
-    child.once('exit', (code) => reject(new Error(`worker exited early (${code})`)));
-  });
+  return forkReady(workerFile, env, children);
 }
 
 function kill(child: ChildProcess): Promise<void> {
