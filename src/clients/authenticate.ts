@@ -44,15 +44,9 @@ export async function authenticateClient(ctx: ClientAuthContext, req: HttpReques
   if (methods > 1) throw new OAuthError('invalid_request', 'Use exactly one client authentication method.');
 
   if (auth?.startsWith('Basic ')) {
-    const decoded = Buffer.from(auth.slice(6), 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon < 1) throw invalid();
-    let id: string, secret: string;
-    try {
-      id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-      secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
-    } catch { throw invalid(); }
-    return checkSecret(ctx, id, secret);
+    const basic = basicOf(req, auth);
+    if (!basic) throw invalid();
+    return checkSecret(ctx, basic.id, basic.secret);
   }
   if (postSecret !== undefined) {
     if (typeof form.client_id !== 'string' || typeof postSecret !== 'string') throw invalid();
@@ -60,6 +54,35 @@ export async function authenticateClient(ctx: ClientAuthContext, req: HttpReques
   }
   if (form.client_assertion_type !== JWT_BEARER_ASSERTION || typeof assertion !== 'string') throw invalid('Unsupported client assertion type.');
   return checkAssertion(ctx, assertion, typeof form.client_id === 'string' ? form.client_id : undefined);
+}
+
+/** The id and secret of an HTTP Basic header (RFC 6749 2.3.1: each form-urlencoded), or null when malformed. */
+function basicCredentials(auth: string): { id: string; secret: string } | null {
+  const decoded = Buffer.from(auth.slice(6), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 1) return null;
+  try {
+    return { id: decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' ')), secret: decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' ')) };
+  } catch { return null; }
+}
+
+// The last request's parsed Basic header, held by request identity: claimedClientId and
+// authenticateClient parse the same header one after the other (and a secret is never compared here).
+let parsedFor: HttpRequest | undefined;
+let parsed: ReturnType<typeof basicCredentials> = null;
+function basicOf(req: HttpRequest, auth: string): ReturnType<typeof basicCredentials> {
+  if (parsedFor !== req) { parsed = basicCredentials(auth); parsedFor = req; }
+  return parsed;
+}
+
+/**
+ * The client id a secret-authenticated request claims, before anything is checked: for work that may
+ * start early but whose result is used only once authenticateClient has confirmed this very id.
+ */
+export function claimedClientId(req: HttpRequest, form: Record<string, string | string[]>): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth?.startsWith('Basic ')) return basicOf(req, auth)?.id;
+  return typeof form.client_id === 'string' ? form.client_id : undefined;
 }
 
 /** Wrong secrets allowed per client id in 10 minutes (every process, Redis); past it the client's secret is not checked until the window ends. */

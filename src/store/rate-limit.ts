@@ -40,18 +40,24 @@ export async function hitLimits(redis: Redis, limits: WindowLimit[], message: st
 export interface FailureBudget { key: string; limit: number; windowMs: number }
 
 export async function refuseWhenSpent(redis: Redis, budgets: FailureBudget[], message: string): Promise<void> {
-  let counts: Array<[string | null, number]>;
+  // A plain GET per budget: ioredis auto-pipelining sends it in the same write as the request's other
+  // reads of this tick (a MULTI/EXEC was a round trip of its own on every client authentication).
+  let counts: Array<string | null>;
   try {
-    counts = await Promise.all(budgets.map(async (b) => {
-      const [[, n], [, ttl]] = (await redis.multi().get(b.key).pttl(b.key).exec()) as [[null, string | null], [null, number]];
-      return [n, ttl] as [string | null, number];
-    }));
+    counts = await Promise.all(budgets.map((b) => redis.get(b.key)));
   } catch (err) {
     throw new ServiceUnavailable('Rate limit state cannot be read.', 1, err);
   }
-  let retry = 0;
-  counts.forEach(([n, ttl], i) => { if (Number(n ?? 0) >= budgets[i]!.limit) retry = Math.max(retry, Math.ceil(Math.max(ttl, 1000) / 1000)); });
-  if (retry > 0) throw new RateLimited(retry, message);
+  const spent = budgets.filter((b, i) => Number(counts[i] ?? 0) >= b.limit);
+  if (spent.length === 0) return;
+  // Only a refusal needs the time left in its window (Retry-After).
+  let ttls: number[];
+  try {
+    ttls = await Promise.all(spent.map((b) => redis.pttl(b.key)));
+  } catch (err) {
+    throw new ServiceUnavailable('Rate limit state cannot be read.', 1, err);
+  }
+  throw new RateLimited(Math.max(...ttls.map((ttl) => Math.ceil(Math.max(ttl, 1000) / 1000))), message);
 }
 
 export async function recordFailure(redis: Redis, budgets: FailureBudget[]): Promise<void> {

@@ -16,6 +16,14 @@ export function grantMarkId(sub: string, clientId: string): string { return `${s
 /** What the revocation check needs to know about a token. */
 export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number }
 
+/** What a revocation check found: the token's own state, its tenant's, and the extra key read alongside. */
+export interface RevocationState { revoked: boolean; tenantRefused: boolean; extra: string | null }
+
+/** The revocation check's view of a token's claims. */
+export function revocationSubject(p: { jti?: unknown; tenant?: unknown; sub?: string; client_id?: string; iat?: number }, tenant = String(p.tenant ?? '')): RevocationSubject {
+  return { jti: String(p.jti ?? ''), tenant, sub: p.sub, client_id: p.client_id, iat: p.iat };
+}
+
 export class RevocationUnavailable extends ServiceUnavailable {
   constructor(cause?: unknown) { super('Revocation state cannot be read; no token is accepted until it can.', 1, cause); }
 }
@@ -67,7 +75,7 @@ export class RevocationStore {
    * by hash tag (sentinel, jti shard, tenant marks, cache entry: at most four) and the parts are sent
    * at once: still one round trip, to each node holding one of them in parallel.
    */
-  async lookup(t: RevocationSubject, extraKey?: string): Promise<{ revoked: boolean; tenantRefused: boolean; extra: string | null }> {
+  async lookup(t: RevocationSubject, extraKey?: string): Promise<RevocationState> {
     const key = RevocationStore.jtiKey(t.jti);
     if (!key) return { revoked: true, tenantRefused: false, extra: null }; // not one of our identifiers: never treat as live
     let v: (string | null)[];

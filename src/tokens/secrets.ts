@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A purpose-specific key derived from KEY_ENCRYPTION_KEY, so one master key never serves two uses. */
 export function deriveKey(master: Buffer, purpose: string): Buffer {
@@ -34,5 +34,6 @@ export function secretMatches(key: Buffer, presented: string, stored: Buffer | n
 
 
 export function sha256b64url(s: string): string {
-  return createHash('sha256').update(s).digest('base64url');
+  // One-shot (Node >= 20.12): half the cost of a Hash object on a token-sized input.
+  return hash('sha256', s, 'base64url');
 }

@@ -4,6 +4,7 @@ import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import type { FormToken } from '../../generated/types.js';
 import type { Form } from '../params.js';
+import type { ReadAhead } from '../../tokens/read-ahead.js';
 import { many, scopeList } from '../params.js';
 
 /** The parameters of client authentication, which the token endpoint reads and no grant sees. */
@@ -28,7 +29,12 @@ export interface Grant {
    * dropping them wastes the steps before.
    */
   shedWhenBusy?: boolean;
-  handle(deps: Deps, client: Client, form: Form): Promise<Record<string, unknown>>;
+  /**
+   * Revocation reads of presented tokens, started before client authentication so they share its Redis
+   * round trip (src/tokens/read-ahead.ts); handle() receives them and uses each only for its own token.
+   */
+  readAhead?(deps: Deps, form: Form): ReadAhead[];
+  handle(deps: Deps, client: Client, form: Form, ahead?: ReadAhead[]): Promise<Record<string, unknown>>;
 }
 
 /**
