@@ -32,22 +32,28 @@ export function tokenRoutes(deps: Deps): Route[] {
     doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
     handler: async ({ req, body }) => {
       const grant = grants.get(body.grant_type);
+      const signer = deps.tokens.signer;
       // Before client authentication and any other work: a refusal under load should cost nothing.
-      if (grant?.shedWhenBusy && !deps.tokens.signer.accepting()) throw new Overloaded();
-      const ahead = grant?.readAhead?.(deps, grantInput(grant, body));
-      const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, pick(body, CLIENT_AUTH_PARAMS));
-      if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
-      if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
-      // No new tokens for a suspended (or deleting) tenant: a resource server that verifies JWTs itself
-      // would otherwise accept them. Read from the per-process cache, evicted by pub/sub on suspend.
-      if (!(await tenantServing(deps.tokens.tenantSettings, client.tenantId))) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
+      const admitted = grant?.shedWhenBusy === true;
+      if (admitted && !signer.admit()) throw new Overloaded();
       try {
-        const issued = await grant.handle(deps, client, grantInput(grant, body), ahead);
-        deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: true });
-        return { headers: NO_STORE, body: issued };
-      } catch (err) {
-        if (err instanceof OAuthError) deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: false, error: err.code });
-        throw err;
+        const ahead = grant?.readAhead?.(deps, grantInput(grant, body));
+        const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, pick(body, CLIENT_AUTH_PARAMS));
+        if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
+        if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
+        // No new tokens for a suspended (or deleting) tenant: a resource server that verifies JWTs itself
+        // would otherwise accept them. Read from the per-process cache, evicted by pub/sub on suspend.
+        if (!(await tenantServing(deps.tokens.tenantSettings, client.tenantId))) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
+        try {
+          const issued = await grant.handle(deps, client, grantInput(grant, body), ahead);
+          deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: true });
+          return { headers: NO_STORE, body: issued };
+        } catch (err) {
+          if (err instanceof OAuthError) deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: false, error: err.code });
+          throw err;
+        }
+      } finally {
+        if (admitted) signer.release();
       }
     },
   })];

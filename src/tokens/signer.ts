@@ -36,6 +36,10 @@ class BatchQueue<K extends VerifyKey, O> {
   private queue: Array<Pending<K, O>> = [];
   private scheduled = false;
   private inFlight = 0;
+  /** Requests admitted and not yet finished (admit/release). */
+  private admitted = 0;
+  /** Batches sent to the pool and not yet back. */
+  private batches = 0;
   /** Moving average of thread time per operation (ms), wall clock, so CPU contention shows in it. */
   private perOpMs = 0;
 
@@ -44,12 +48,22 @@ class BatchQueue<K extends VerifyKey, O> {
 
   get depth(): number { return this.queue.length + this.inFlight; }
 
-  /** False while a new operation should be refused (src/tokens/admission.ts): for admission decisions. */
-  accepting(): boolean {
-    return admitSigning(this.depth, this.perOpMs, { floor: Math.max(MAX_BATCH, this.opts.floor), budgetMs: this.opts.maxWaitMs, hardMax: this.opts.maxQueue, threads: this.opts.threads });
+  /**
+   * Admits one request that will sign at most once (src/tokens/admission.ts), counting it until
+   * release(): requests admitted but still authenticating have not queued yet, so a burst arriving in
+   * one loop turn would otherwise be judged against an empty queue. Each holds at most one operation,
+   * so the larger of the two counts is the depth a newcomer will find.
+   */
+  admit(): boolean {
+    const ahead = Math.max(this.depth, this.admitted);
+    if (!admitSigning(ahead, this.perOpMs, { floor: Math.max(MAX_BATCH, this.opts.floor), budgetMs: this.opts.maxWaitMs, hardMax: this.opts.maxQueue, threads: this.opts.threads })) return false;
+    this.admitted++;
+    return true;
   }
 
-  /** Queues an operation; only the hard bound refuses here, admission (accepting) is the caller's call. */
+  release(): void { this.admitted--; }
+
+  /** Queues an operation; only the hard bound refuses here, admission (admit) is the caller's call. */
   push(key: K, input: string, extra?: Uint8Array): Promise<O> {
     if (this.depth >= this.opts.maxQueue) return Promise.reject(new Overloaded('The crypto pool is at capacity; retry shortly.'));
     return new Promise((resolve, reject) => {
@@ -60,13 +74,17 @@ class BatchQueue<K extends VerifyKey, O> {
 
   private flush(): void {
     this.scheduled = false;
-    while (this.queue.length) {
+    // At most one batch per thread in flight: what arrives meanwhile waits here and leaves as one larger
+    // batch when a thread is done, so under load a message (and a thread wake-up, which costs tens of
+    // microseconds on a VM) is paid per dozens of tokens; when idle a token leaves at once.
+    while (this.queue.length && this.batches < this.opts.threads) {
       // One key per batch: rotation may interleave keys within a turn.
       const key = this.queue[0]!.key;
       let n = 1;
       while (n < this.queue.length && n < MAX_BATCH && this.queue[n]!.key.kid === key.kid) n++;
       const batch = this.queue.splice(0, n);
       this.inFlight += n;
+      this.batches++;
       this.send(key, batch, false);
     }
   }
@@ -77,14 +95,21 @@ class BatchQueue<K extends VerifyKey, O> {
       (res: { out: O[]; ms: number } | null) => {
         // The thread that took the batch has not seen this key yet: send it again with the key.
         if (res === null && !withKey) { this.send(key, batch, true); return; }
-        this.inFlight -= n;
+        this.done(n);
         if (res === null) { const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1); batch.forEach((p) => p.reject(e)); return; }
         const perOp = res.ms / n;
         this.perOpMs = this.perOpMs === 0 ? perOp : this.perOpMs * 0.8 + perOp * 0.2;
         batch.forEach((p, i) => p.resolve(res.out[i]!));
       },
-      (err: unknown) => { this.inFlight -= n; const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1, err); batch.forEach((p) => p.reject(e)); },
+      (err: unknown) => { this.done(n); const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1, err); batch.forEach((p) => p.reject(e)); },
     );
+  }
+
+  /** A batch came back: its thread is free for what queued up meanwhile. */
+  private done(n: number): void {
+    this.inFlight -= n;
+    this.batches--;
+    if (this.queue.length && !this.scheduled) this.flush();
   }
 }
 
@@ -118,8 +143,12 @@ export class Signer {
     }
   }
 
-  /** False while a new signature would wait longer than the budget: one-shot issuance refuses up front. */
-  accepting(): boolean { return this.signQ?.accepting() ?? true; }
+  /**
+   * One-shot issuance asks here before any other work: false while a new signature would wait longer
+   * than the budget (then refuse at once); true admits it until release(), which must follow.
+   */
+  admit(): boolean { return this.signQ?.admit() ?? true; }
+  release(): void { this.signQ?.release(); }
 
   sign(header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload): Promise<string> {
     const key = this.ring.signingKey();
