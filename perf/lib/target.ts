@@ -141,7 +141,9 @@ export async function startSvc(o: StartOpts): Promise<StartedSvc> {
     child.stdout!.on('data', tee);
     child.stderr!.on('data', tee);
   } else {
-    child = spawn(process.execPath, [CLI, 'start'], { cwd: ROOT, env, stdio: ['ignore', log, log] });
+    // PERF_NODE_ARGS: node flags for svc's processes (cluster workers inherit them), e.g. `--cpu-prof --cpu-prof-dir=DIR`.
+    const nodeArgs = process.env.PERF_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    child = spawn(process.execPath, [...nodeArgs, CLI, 'start'], { cwd: ROOT, env, stdio: ['ignore', log, log] });
   }
   let exited = false;
   child.on('exit', () => { exited = true; });
