@@ -34,6 +34,8 @@ export interface Config {
   readonly cryptoQueueFloor: number;
   /** Past the floor, shed new signing that would wait longer than this (ms, predicted): the request's deadline budget; 0 = count bounds only. */
   readonly cryptoQueueWaitMs: number;
+  /** Niceness added to the signing threads, so event loops win the CPU when both want it. */
+  readonly cryptoNice: number;
   readonly keyEncryptionKey: Buffer;
   readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256';
   readonly accessTokenTtlSeconds: number;
@@ -193,7 +195,8 @@ export function loadConfig(env: Env = process.env): Config {
     // closed loop of 256 connections over 2 processes never crosses, and a deadline budget past it.
     cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 1024, 1, 1_000_000),
     cryptoQueueFloor: int('CRYPTO_QUEUE_FLOOR', 192, 0, 1_000_000),
-    cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 200, 0, 60_000),
+    cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 100, 0, 60_000),
+    cryptoNice: int('CRYPTO_NICE', 10, 0, 19),
     keyEncryptionKey,
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),

@@ -50,7 +50,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   own('shard generation refresh', () => sharding.stop());
   const signer = new Signer(keys, {
     threads: config.cryptoThreads, maxQueue: config.cryptoQueueMax, floor: config.cryptoQueueFloor, maxWaitMs: config.cryptoQueueWaitMs,
-    verifyInPool: config.cryptoVerify === 'pool',
+    verifyInPool: config.cryptoVerify === 'pool', nice: config.cryptoNice,
   });
   own('crypto threads', () => signer.close());
   const revocations = new RevocationStore(redis, sql, log);

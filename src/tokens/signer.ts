@@ -22,6 +22,8 @@ export interface SignerOptions {
   /** Shed new operations past the floor that would wait longer than this for a thread (ms); 0 disables. */
   maxWaitMs: number;
   verifyInPool: boolean;
+  /** Niceness of the pool's threads (Piscina niceIncrement). */
+  nice?: number;
 }
 
 /**
@@ -128,7 +130,7 @@ export class Signer {
     const o: SignerOptions = { threads: 0, maxQueue: 1024, floor: 192, maxWaitMs: 0, verifyInPool: false, ...opts };
     if (o.threads > 0) {
       this.pool = new Piscina({
-        filename: TASK_FILE, minThreads: o.threads, maxThreads: o.threads, idleTimeout: 60_000,
+        filename: TASK_FILE, minThreads: o.threads, maxThreads: o.threads, idleTimeout: 60_000, niceIncrement: o.nice ?? 0,
         maxQueue: Math.max(16, Math.ceil(o.maxQueue / 4)),
       });
       this.signQ = new BatchQueue(this.pool, 'signBatch', o, (key, batch, withKey) => ({
