@@ -17,6 +17,8 @@ const USAGE = `usage: npm run perf -- <scenario> [options]
 scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu
   cpu [--rates 500,1000,2000] [--sat-connections 64] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
       CPU µs per request per process kind at fixed rates against a saturated closed loop, same run
+  all  every scenario (login last), the cpu steps with closed loops of 64 and 256, then the peer:
+       the full run of issue 19, ending with one PASS/FAIL line per target
   --url URL --bootstrap FILE [--pid N]  target a running svc (default: start one: WORKERS=2)
   --duration S (10)  --warmup S (3)  --rates a,b,c | --start R --factor F --max-steps N (9)  --past N (1)
   --connections N | --budget-ms MS (200) --max-connections N (1000)   --sat-p95 MS (1000)  --timeout S (10)
@@ -33,7 +35,11 @@ async function main(): Promise<number> {
   if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
   const cpuRun = which === 'cpu';
   // Several scenarios in one run: `introspection-mix,peer` (the peer's introspection then sits beside svc's mix).
-  const names = which === 'all' ? [...Object.keys(SCENARIOS), 'peer'] : cpuRun ? [] : which.split(',');
+  // `all` is the full run of issue 19: every scenario, the CPU-per-request steps and closed loops of
+  // `cpu`, and the peer. Login goes last: its e-mail backlog (the overload step queues thousands) would
+  // be sent while the next scenario is measured.
+  const full = which === 'all';
+  const names = full ? [...Object.keys(SCENARIOS).filter((n) => n !== 'login'), 'login', 'peer'] : cpuRun ? [] : which.split(',');
   for (const n of names) if (n !== 'peer') scenarioByName(n);
   const withPeer = names.includes('peer');
   const svcNames = names.filter((n) => n !== 'peer');
@@ -56,7 +62,7 @@ async function main(): Promise<number> {
   const runs: ScenarioRun[] = rep.runs;
   try {
     // The signing limit is measured first, with nothing else busy on the machine.
-    if (withPeer || cpuRun || which === 'all' || names.includes('login')) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', cpuRun ? 3 : 5));
+    if (withPeer || cpuRun || full || names.includes('login')) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', cpuRun ? 3 : 5));
 
     let svc: Target | undefined;
     if (opts.svc !== false) {
@@ -88,17 +94,25 @@ async function main(): Promise<number> {
       }
     }
 
-    if (svc && cpuRun) runs.push(...(await runCpu(lg, svc, opts)));
+    if (svc && (cpuRun || full)) runs.push(...(await runCpu(lg, svc, full && !opts['sat-connections'] ? { ...opts, 'sat-connections': '64,256' } : opts)));
     if (svc) for (const n of svcNames) runs.push(await measure(lg, svc, scenarioByName(n), opts, { overload, soak }));
 
     if (withPeer) {
+      const peerNames = str(opts, 'peer-scenarios')?.split(',') ?? ['client-credentials', 'introspection'];
+      // svc is stopped before the peer is measured when nothing more is needed of it: its queue workers
+      // may still be sending the login run's e-mail, and that CPU would be taken from the peer.
+      const svcRunOf = (n: string) => (n === 'introspection' && runs.some((r) => r.scenario === 'introspection-mix' && r.target === 'svc') ? 'introspection-mix' : n);
+      if (svc && started.includes(svc) && peerNames.every((n) => runs.some((r) => r.scenario === svcRunOf(n) && r.target === 'svc'))) {
+        await svc.stop();
+        started.splice(started.indexOf(svc), 1);
+        svc = undefined;
+      }
       const peer = await startPeer();
       started.push(peer);
-      const peerNames = str(opts, 'peer-scenarios')?.split(',') ?? ['client-credentials', 'introspection'];
       for (const n of peerNames) {
         const s = scenarioByName(n);
         // svc's side of the introspection comparison is the seed's mix when it was measured in this run.
-        const svcName = n === 'introspection' && runs.some((r) => r.scenario === 'introspection-mix' && r.target === 'svc') ? 'introspection-mix' : n;
+        const svcName = svcRunOf(n);
         let mine = runs.find((r) => r.scenario === svcName && r.target === 'svc');
         if (!mine && svc) { mine = await measure(lg, svc, s, opts, { overload: false, soak: false }); runs.push(mine); }
         // Step for step: the peer gets the same offered rates as svc (continuing the ladder if it goes further).
