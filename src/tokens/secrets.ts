@@ -28,9 +28,13 @@ export function hashSecret(key: Buffer, secret: string): Buffer {
 
 /** Constant-time comparison of a presented secret with its stored keyed hash. */
 export function secretMatches(key: Buffer, presented: string, stored: Buffer | null): boolean {
-  if (!stored || stored.length !== 32) return false;
-  return timingSafeEqual(hashSecret(key, presented), stored);
+  // The keyed hash is computed whether or not there is anything to compare it with, so the answer's
+  // timing does not tell an unknown client id (or one without a secret) from a wrong secret.
+  const h = hashSecret(key, presented);
+  const usable = stored !== null && stored.length === 32;
+  return timingSafeEqual(h, usable ? stored : NO_SECRET) && usable;
 }
+const NO_SECRET = Buffer.alloc(32);
 
 
 export function sha256b64url(s: string): string {
