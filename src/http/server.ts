@@ -101,7 +101,7 @@ export class HttpServer {
   }
 
   private onRequest(res: HttpResponse, uReq: UwsRequest): void {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     const method = uReq.getMethod().toUpperCase();
     const path = uReq.getUrl();
     const query = uReq.getQuery() ?? '';
@@ -175,7 +175,7 @@ export class HttpServer {
     });
   }
 
-  private async dispatch(res: HttpResponse, req: HttpRequest, route: Route, started: bigint): Promise<void> {
+  private async dispatch(res: HttpResponse, req: HttpRequest, route: Route, started: number): Promise<void> {
     let reply: Reply;
     try {
       if (route.authenticate) await route.authenticate(req);
@@ -215,12 +215,12 @@ export class HttpServer {
     }
   }
 
-  private finishError(res: HttpResponse, req: HttpRequest, err: unknown, route: Route, started: bigint, closeConnection: boolean): void {
+  private finishError(res: HttpResponse, req: HttpRequest, err: unknown, route: Route, started: number, closeConnection: boolean): void {
     this.release();
     this.sendError(res, req, err, route.iface, route, started, route.path, closeConnection);
   }
 
-  private sendError(res: HttpResponse, req: HttpRequest, err: unknown, iface: Interface, route: Route | undefined, started: bigint, label: string, closeConnection = false): void {
+  private sendError(res: HttpResponse, req: HttpRequest, err: unknown, iface: Interface, route: Route | undefined, started: number, label: string, closeConnection = false): void {
     const out = toErrorReply(err, iface);
     if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, route: label }, 'unhandled error');
     // A log line per shed would cost most exactly when the server is saturated.
@@ -325,7 +325,7 @@ interface RouteMetrics { duration: ReturnType<typeof httpDuration.labels>; bySta
 /** Label-bound metric children per route and method: prom-client hashes a label object on every call otherwise. */
 const routeMetrics = new Map<string, RouteMetrics>();
 
-function observe(route: string, method: string, status: number, started: bigint): void {
+function observe(route: string, method: string, status: number, started: number): void {
   const key = method + route;
   let m = routeMetrics.get(key);
   if (!m) {
@@ -336,7 +336,7 @@ function observe(route: string, method: string, status: number, started: bigint)
   let counter = m.byStatus.get(status);
   if (!counter) { counter = httpRequests.labels(route, method, String(status)); m.byStatus.set(status, counter); }
   counter.inc();
-  m.duration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+  m.duration.observe((performance.now() - started) / 1000);
 }
 
 function redactedBody(req: HttpRequest): unknown {

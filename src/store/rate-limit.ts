@@ -44,7 +44,7 @@ export async function refuseWhenSpent(redis: Redis, budgets: FailureBudget[], me
   // reads of this tick (a MULTI/EXEC was a round trip of its own on every client authentication).
   let counts: Array<string | null>;
   try {
-    counts = await Promise.all(budgets.map((b) => redis.get(b.key)));
+    counts = budgets.length === 1 ? [await redis.get(budgets[0]!.key)] : await Promise.all(budgets.map((b) => redis.get(b.key)));
   } catch (err) {
     throw new ServiceUnavailable('Rate limit state cannot be read.', 1, err);
   }
