@@ -196,7 +196,7 @@ export function loadConfig(env: Env = process.env): Config {
     cryptoQueueMax: int('CRYPTO_QUEUE_MAX', 1024, 1, 1_000_000),
     cryptoQueueFloor: int('CRYPTO_QUEUE_FLOOR', 192, 0, 1_000_000),
     cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 100, 0, 60_000),
-    cryptoNice: int('CRYPTO_NICE', 10, 0, 19),
+    cryptoNice: int('CRYPTO_NICE', 3, 0, 19),
     keyEncryptionKey,
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
