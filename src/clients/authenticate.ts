@@ -31,7 +31,7 @@ const invalid = (why = 'Client authentication failed.') => new OAuthError('inval
  * Authenticates the calling client by exactly one method: HTTP Basic (RFC 6749 2.3.1), client_secret_post,
  * or private_key_jwt (RFC 7523 section 3). Every failure is the same invalid_client answer.
  */
-export async function authenticateClient(ctx: ClientAuthContext, req: HttpRequest, form: Record<string, string | string[]>): Promise<Client> {
+export async function authenticateClient(ctx: ClientAuthContext, req: HttpRequest, form: Record<string, string | string[]>, failures?: Promise<string | null | undefined>): Promise<Client> {
   const auth = req.headers.authorization;
   const assertion = form.client_assertion;
   const postSecret = form.client_secret;
@@ -47,11 +47,11 @@ export async function authenticateClient(ctx: ClientAuthContext, req: HttpReques
   if (auth?.startsWith('Basic ')) {
     const basic = basicOf(req, auth);
     if (!basic) throw invalid();
-    return checkSecret(ctx, basic.id, basic.secret);
+    return checkSecret(ctx, basic.id, basic.secret, failures);
   }
   if (postSecret !== undefined) {
     if (typeof form.client_id !== 'string' || typeof postSecret !== 'string') throw invalid();
-    return checkSecret(ctx, form.client_id, postSecret);
+    return checkSecret(ctx, form.client_id, postSecret, failures);
   }
   if (form.client_assertion_type !== JWT_BEARER_ASSERTION || typeof assertion !== 'string') throw invalid('Unsupported client assertion type.');
   return checkAssertion(ctx, assertion, typeof form.client_id === 'string' ? form.client_id : undefined);
@@ -78,7 +78,8 @@ function basicOf(req: HttpRequest, auth: string): ReturnType<typeof basicCredent
 
 /**
  * The client id a secret-authenticated request claims, before anything is checked: for work that may
- * start early but whose result is used only once authenticateClient has confirmed this very id.
+ * start early but whose result is used only once authenticateClient has confirmed this very id. The
+ * failure budget read in that work (`failures`) is this same id's, as checkSecret parses the same header.
  */
 export function claimedClientId(req: HttpRequest, form: Record<string, string | string[]>): string | undefined {
   const auth = req.headers.authorization;
@@ -100,9 +101,12 @@ function matchesVerified(client: Client, secret: string): boolean {
 /** Wrong secrets allowed per client id in 10 minutes (every process, Redis); past it the client's secret is not checked until the window ends. */
 export const CLIENT_SECRET_FAILURES = { limit: 20, windowMs: 600_000 };
 
-async function checkSecret(ctx: ClientAuthContext, id: string, secret: string): Promise<Client> {
-  const budget = [{ key: redisKeys.clientAuthFail(id.slice(0, 200)), ...CLIENT_SECRET_FAILURES }];
-  await refuseWhenSpent(ctx.redis, budget, 'Too many failed authentications for this client. Try again later.');
+/** The Redis key of a client id's failure budget (read alongside a request's other keys: see read-ahead). */
+export const failureBudgetKey = (clientId: string): string => redisKeys.clientAuthFail(clientId.slice(0, 200));
+
+async function checkSecret(ctx: ClientAuthContext, id: string, secret: string, failures?: Promise<string | null | undefined>): Promise<Client> {
+  const budget = [{ key: failureBudgetKey(id), ...CLIENT_SECRET_FAILURES }];
+  await refuseWhenSpent(ctx.redis, budget, 'Too many failed authentications for this client. Try again later.', failures);
   const client = await ctx.clients.get(id);
   // Compare even for unknown clients so timing does not reveal which client ids exist.
   let ok = client !== null && matchesVerified(client, secret);

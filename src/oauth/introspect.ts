@@ -1,6 +1,6 @@
 import { sha256b64url } from '../tokens/secrets.js';
 import type { Client } from '../clients/model.js';
-import { authenticateClient, claimedClientId } from '../clients/authenticate.js';
+import { authenticateClient, claimedClientId, failureBudgetKey } from '../clients/authenticate.js';
 import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
 import type { Route } from '../http/types.js';
@@ -37,7 +37,8 @@ export function introspectRoutes(deps: Deps): Route[] {
     if (!unexpired(claims)) return INACTIVE;
     // One command: the revocation state and the cached answer, read together, and started with client
     // authentication's read when the request named its client (src/tokens/read-ahead.ts).
-    const { revoked: revokedMark, tenantRefused, extra: cached } = await (ahead?.state ?? tokens.revocations.lookup(revocationSubject(claims), cacheKeyOf(rs.clientId, token)));
+    const { revoked: revokedMark, tenantRefused, extras } = await (ahead?.state ?? tokens.revocations.lookup(revocationSubject(claims), [cacheKeyOf(rs.clientId, token)]));
+    const cached = extras?.[0] ?? null;
     // A suspended tenant's tokens are inactive while it is suspended (read in the same command).
     const revoked = revokedMark || tenantRefused;
     if (cached !== null) {
@@ -90,8 +91,9 @@ export function introspectRoutes(deps: Deps): Route[] {
       const refresh = refreshFirst && looksLikeRefreshToken(token);
       // The token's read goes out with client authentication's; its answer is used only for the client it was read for.
       const claimed = refresh ? undefined : claimedClientId(req, form);
-      const ahead = claimed === undefined ? undefined : readAhead(tokens.revocations, token, { worth: unexpired, extraKey: cacheKeyOf(claimed, token) });
-      const rs = await authenticateClient({ clients: tokens.clients, redis, secretKey: tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form);
+      const ahead = claimed === undefined ? undefined
+        : readAhead(tokens.revocations, token, { worth: unexpired, extraKey: cacheKeyOf(claimed, token), failuresKey: failureBudgetKey(claimed) });
+      const rs = await authenticateClient({ clients: tokens.clients, redis, secretKey: tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form, ahead?.failures);
       if (!rs.canIntrospect) throw new OAuthError('unauthorized_client', 'The client may not introspect tokens.', 403);
       const answer = refresh ? await introspectRefresh(rs, token) : await introspectJwt(rs, token, rs.clientId === claimed ? ahead : undefined);
       deps.logs?.tokenDecision(rs.tenantId, { decision: 'introspect', client_id: rs.clientId, active: answer !== INACTIVE, token_kind: refreshFirst ? 'refresh_token' : 'access_token' });

@@ -4,7 +4,7 @@ import { OAuthError, Overloaded } from '../errors.js';
 import type { FormToken } from '../generated/types.js';
 import { route } from '../http/route.js';
 import type { Route } from '../http/types.js';
-import { authenticateClient } from '../clients/authenticate.js';
+import { authenticateClient, claimedClientId, failureBudgetKey } from '../clients/authenticate.js';
 import { CLIENT_AUTH_PARAMS, type Grant } from './grants/grant.js';
 import { grants } from './grants/index.js';
 import { NO_STORE, type Form } from './params.js';
@@ -37,8 +37,10 @@ export function tokenRoutes(deps: Deps): Route[] {
       const admitted = grant?.shedWhenBusy === true;
       if (admitted && !signer.admit()) throw new Overloaded();
       try {
-        const ahead = grant?.readAhead?.(deps, grantInput(grant, body));
-        const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, pick(body, CLIENT_AUTH_PARAMS));
+        const auth = pick(body, CLIENT_AUTH_PARAMS);
+        const claimed = grant?.readAhead ? claimedClientId(req, auth) : undefined;
+        const ahead = grant?.readAhead?.(deps, grantInput(grant, body), claimed === undefined ? undefined : failureBudgetKey(claimed));
+        const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, auth, ahead?.[0]?.failures);
         if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
         if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
         // No new tokens for a suspended (or deleting) tenant: a resource server that verifies JWTs itself

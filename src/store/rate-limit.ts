@@ -39,12 +39,15 @@ export async function hitLimits(redis: Redis, limits: WindowLimit[], message: st
  */
 export interface FailureBudget { key: string; limit: number; windowMs: number }
 
-export async function refuseWhenSpent(redis: Redis, budgets: FailureBudget[], message: string): Promise<void> {
+export async function refuseWhenSpent(redis: Redis, budgets: FailureBudget[], message: string, preread?: Promise<string | null | undefined>): Promise<void> {
   // A plain GET per budget: ioredis auto-pipelining sends it in the same write as the request's other
   // reads of this tick (a MULTI/EXEC was a round trip of its own on every client authentication).
+  // `preread`: a single budget's count already read in another command of this request (undefined or
+  // a failure: read it here).
   let counts: Array<string | null>;
   try {
-    counts = budgets.length === 1 ? [await redis.get(budgets[0]!.key)] : await Promise.all(budgets.map((b) => redis.get(b.key)));
+    const pre = preread === undefined || budgets.length !== 1 ? undefined : await preread.catch(() => undefined);
+    counts = pre !== undefined ? [pre] : budgets.length === 1 ? [await redis.get(budgets[0]!.key)] : await Promise.all(budgets.map((b) => redis.get(b.key)));
   } catch (err) {
     throw new ServiceUnavailable('Rate limit state cannot be read.', 1, err);
   }

@@ -16,8 +16,8 @@ export function grantMarkId(sub: string, clientId: string): string { return `${s
 /** What the revocation check needs to know about a token. */
 export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number }
 
-/** What a revocation check found: the token's own state, its tenant's, and the extra key read alongside. */
-export interface RevocationState { revoked: boolean; tenantRefused: boolean; extra: string | null }
+/** What a revocation check found: the token's own state, its tenant's, and the extra keys read alongside (null when nothing was read). */
+export interface RevocationState { revoked: boolean; tenantRefused: boolean; extras: Array<string | null> | null }
 
 /** The revocation check's view of a token's claims. */
 export function revocationSubject(p: { jti?: unknown; tenant?: unknown; sub?: string; client_id?: string; iat?: number }, tenant = String(p.tenant ?? '')): RevocationSubject {
@@ -70,21 +70,21 @@ export class RevocationStore {
   }
 
   /**
-   * The revocation check, plus one more key read in the same command (the introspection cache), so a
-   * check costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster the MGET is split
+   * The revocation check, plus the caller's keys read in the same command (the introspection cache, the
+   * calling client's failure budget), so a request costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster the MGET is split
    * by hash tag (sentinel, jti shard, tenant marks, cache entry: at most four) and the parts are sent
    * at once: still one round trip, to each node holding one of them in parallel.
    */
-  async lookup(t: RevocationSubject, extraKey?: string): Promise<RevocationState> {
+  async lookup(t: RevocationSubject, extraKeys: readonly string[] = []): Promise<RevocationState> {
     const key = RevocationStore.jtiKey(t.jti);
-    if (!key) return { revoked: true, tenantRefused: false, extra: null }; // not one of our identifiers: never treat as live
+    if (!key) return { revoked: true, tenantRefused: false, extras: null }; // not one of our identifiers: never treat as live
     let v: (string | null)[];
     try {
       const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? ''),
         RevocationStore.markKey(t.tenant, 'grant', grantMarkId(t.sub ?? '', t.client_id ?? '')),
         // The tenant's suspension mark rides in the same command (same `{t:<tenant>}` slot as the marks): no extra round trip.
         redisKeys.tenantSuspended(t.tenant)];
-      if (extraKey !== undefined) keys.push(extraKey);
+      for (const k of extraKeys) keys.push(k);
       v = await mgetAcrossSlots(this.redis, keys);
     } catch (err) {
       throw new RevocationUnavailable(err);
@@ -93,14 +93,14 @@ export class RevocationStore {
       void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
-    const extra = v[6] ?? null;
+    const extras = extraKeys.length ? v.slice(6).map((x) => x ?? null) : [];
     // A suspension is not a revocation: the token stays valid underneath and is served again on unsuspend.
     const tenantRefused = v[5] !== null && v[5] !== undefined;
-    if (v[1] !== null) return { revoked: true, tenantRefused, extra };
+    if (v[1] !== null) return { revoked: true, tenantRefused, extras };
     // Tokens issued in the same second as a mark are revoked too: iat has one-second precision.
     const iatMs = (t.iat ?? 0) * 1000;
-    for (const mark of [v[2], v[3], v[4]]) if (mark !== null && mark !== undefined && iatMs <= Number(mark)) return { revoked: true, tenantRefused, extra };
-    return { revoked: false, tenantRefused, extra };
+    for (const mark of [v[2], v[3], v[4]]) if (mark !== null && mark !== undefined && iatMs <= Number(mark)) return { revoked: true, tenantRefused, extras };
+    return { revoked: false, tenantRefused, extras };
   }
 
   /** Revokes one token id until expSeconds (its exp claim). Durable first, then fast. */

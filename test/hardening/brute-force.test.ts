@@ -82,8 +82,20 @@ t.test('client secrets: wrong secrets lock the client out for the window, even w
   const locked = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, 'grant_type=client_credentials');
   t.equal(locked.status, 429, 'locked out: even the right secret is not checked');
   t.equal(locked.body.error, 'rate_limit_exceeded');
-  const other = await fresh('POST', '/introspect', { ...form, authorization: basic(b.clients.resource_server.client_id, b.clients.resource_server.client_secret) }, 'token=x');
+  // Token exchange and introspection read the budget in the same command as the presented token's
+  // revocation state (src/tokens/read-ahead.ts): the lockout must hold there too, before the token counts.
+  const subject = encodeURIComponent(ok.body.access_token as string);
+  const exchanged = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) },
+    `grant_type=${encodeURIComponent('urn:ietf:params:oauth:grant-type:token-exchange')}&subject_token=${subject}&subject_token_type=${encodeURIComponent('urn:ietf:params:oauth:token-type:access_token')}`);
+  t.equal(exchanged.status, 429, 'locked out of token exchange with a valid subject token');
+  const rs = b.clients.resource_server;
+  const other = await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, rs.client_secret) }, `token=${subject}`);
   t.equal(other.status, 200, 'another client is unaffected');
+  t.equal(other.body.active, true);
+  for (let i = 0; i < CLIENT_SECRET_FAILURES.limit; i++) await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, `wrong-${i}`) }, `token=${subject}`);
+  const rsLocked = await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, rs.client_secret) }, `token=${subject}`);
+  t.equal(rsLocked.status, 429, 'a locked-out resource server gets 429 for a cached, active token');
+  t.ok(Number(rsLocked.body.retry_after) > 0, 'with the time left in the window');
 });
 
 t.test('check API keys: invalid keys per IP are budgeted across processes', async (t) => {

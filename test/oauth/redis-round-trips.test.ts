@@ -52,17 +52,20 @@ t.test('introspection, token exchange and client_credentials each cost Redis one
 
   const slack = (n: number) => Math.ceil(n / 4) + 5 + idleReads;
   const hits = await measure(() => postForm(`${srv.url}/introspect`, b.clients.resource_server, { token }), N);
-  t.equal(hits.mget, N, 'one MGET per introspection: revocation state and cached answer together');
+  t.equal(hits.mget, N, 'one MGET per introspection: revocation state, cached answer and the client\'s failure budget together');
+  t.equal(hits.get, 0, 'no separate read of the failure budget');
   t.equal(hits.multi, 0, 'no transaction on the way');
   t.ok(hits.reads <= N + slack(N), `${hits.reads} reads for ${N} cache hits: the budget read travels with the MGET`);
 
   const exchange = await measure(() => postForm(`${srv.url}/token`, b.clients.exchanger, {
     grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
   }), N);
-  t.equal(exchange.mget, N, 'one MGET per exchange: the subject token\'s revocation state');
+  t.equal(exchange.mget, N, 'one MGET per exchange: the subject token\'s revocation state and the failure budget');
+  t.equal(exchange.get, 0, 'no separate read of the failure budget');
   t.ok(exchange.reads <= N + slack(N), `${exchange.reads} reads for ${N} exchanges`);
 
   const cc = await measure(() => postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' }), N);
   t.equal(cc.multi, 0, 'client_credentials reads its failure budget without a transaction');
+  t.equal(cc.get, N, 'one GET: the failure budget');
   t.ok(cc.reads <= N + slack(N), `${cc.reads} reads for ${N} client_credentials requests`);
 });

@@ -33,7 +33,7 @@ export interface Grant {
    * Revocation reads of presented tokens, started before client authentication so they share its Redis
    * round trip (src/tokens/read-ahead.ts); handle() receives them and uses each only for its own token.
    */
-  readAhead?(deps: Deps, form: Form): ReadAhead[];
+  readAhead?(deps: Deps, form: Form, failuresKey: string | undefined): ReadAhead[];
   handle(deps: Deps, client: Client, form: Form, ahead?: ReadAhead[]): Promise<Record<string, unknown>>;
 }
 

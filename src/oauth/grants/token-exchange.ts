@@ -45,12 +45,13 @@ export const tokenExchange: Grant = {
   type: GRANT.tokenExchange,
   params: ['subject_token', 'subject_token_type', 'actor_token', 'actor_token_type', 'requested_token_type', 'scope', 'audience', 'resource'],
   shedWhenBusy: true,
-  readAhead(deps, form) {
+  readAhead(deps, form, failuresKey) {
     const out: ReadAhead[] = [];
-    for (const token of [form.subject_token, form.actor_token]) {
-      const a = readAhead(deps.tokens.revocations, token);
-      if (a) out.push(a);
-    }
+    // The client's failure budget rides with the subject token's read.
+    const subject = readAhead(deps.tokens.revocations, form.subject_token, { failuresKey });
+    if (subject) out.push(subject);
+    const actor = readAhead(deps.tokens.revocations, form.actor_token);
+    if (actor) out.push(actor);
     return out;
   },
   async handle(deps, client, form, ahead) {
