@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { createSql } from '../../src/store/sql.js';
 import { descendants, pidsListeningOn } from './procstat.js';
 export { storagePids };
 import { RESULTS_DIR, ROOT, freePort, http, say, sleep } from './util.js';
@@ -96,6 +97,24 @@ export interface StartOpts {
 export interface StartedSvc extends Target { logFile: string; child: ChildProcess; clinicOut?: () => string }
 
 /**
+ * The perf database outlives runs (each login run adds thousands of users and outbox events), and a
+ * Postgres without autovacuum (this machine's runs with it off) never cleans or re-plans it: login cost
+ * 1.5 ms of Postgres per login and 84 logins/s at most after a day of runs, 0.49 ms and 190/s after one
+ * VACUUM ANALYZE (perf/RESULTS.md run 61). So every run starts from clean tables and fresh statistics.
+ */
+async function vacuumAnalyze(url: string | undefined): Promise<void> {
+  if (!url) return;
+  const sql = createSql({ databaseUrl: url, databasePoolSize: 1 });
+  try {
+    const [row] = await sql<Array<{ on: string }>>`select current_setting('autovacuum') as on`;
+    if (row?.on !== 'on') say('note: autovacuum is off on this Postgres; the harness runs VACUUM ANALYZE before the run');
+    await sql.unsafe('vacuum analyze');
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/**
  * Starts svc as an operator would: migrate, bootstrap --json, then `start` on a free loopback port,
  * and waits for /readyz. stop() sends SIGTERM (the supervisor drains), then SIGKILL after 15 s.
  */
@@ -119,6 +138,7 @@ export async function startSvc(o: StartOpts): Promise<StartedSvc> {
   };
   say('svc migrate');
   svcCli(['migrate'], env);
+  await vacuumAnalyze(env.DATABASE_URL);
   say('svc bootstrap --json');
   let bootstrap: Bootstrap | undefined;
   let bootErr: Error | undefined;
