@@ -83,7 +83,7 @@ export function approvalRoutes(deps: Deps): Route[] {
             target_subject_type: body.target_subject_type, target_subject_id: body.target_subject_id, resource_class: body.resource_class,
             resource_ids: body.resource_ids ?? [body.target_subject_id], redaction_level: body.redaction_level ?? 'masked', reason_code: body.reason_code,
             reason_note: body.reason_note ?? null, ticket_reference: body.ticket_reference ?? null, reference: body.reference ?? null,
-            policy_preset: preset, partial_access_allowed: body.partial_access_allowed ?? false, audience: body.audience,
+            policy_preset: preset, partial_access_allowed: body.partial_access_allowed ?? false, allow_reexchange: body.allow_reexchange ?? false, audience: body.audience,
             requester_type: ctx.actor.type, requester_id: ctx.actor.id, requester_name: ctx.actor.displayName, expires_at: expiresAt,
           }, body.approvals.map((a) => ({
             id: newId('aps'), step_key: a.step_key, side: a.side, subject_type: a.subject_type, subject_id: a.subject_id ?? null, method: a.method,

@@ -31,7 +31,7 @@ export function requestView(r: ApprovalRequestRow, steps: ApprovalStepRow[], gra
   return {
     ...requestSummary(r, deriveRequestStatus(r, steps, now)),
     target_subject_type: r.target_subject_type, target_subject_id: r.target_subject_id, resource_class: r.resource_class,
-    resource_ids: r.resource_ids, reason_note: r.reason_note, partial_access_allowed: r.partial_access_allowed, audience: r.audience,
+    resource_ids: r.resource_ids, reason_note: r.reason_note, partial_access_allowed: r.partial_access_allowed, allow_reexchange: r.allow_reexchange, audience: r.audience,
     requester: { type: r.requester_type, id: r.requester_id, name: r.requester_name },
     expires_at: Number(r.expires_at), created_at: Number(r.created_at), updated_at: Number(r.updated_at),
     approvals: steps.map((s) => stepView(s, now)), grants: grants.map((g) => grantView(g, now)),

@@ -3,6 +3,7 @@ import { Unauthorized } from '../errors.js';
 import { bearerToken } from '../http/bearer.js';
 import type { HttpRequest } from '../http/request.js';
 import { JwtError, type JwtPayload } from '../tokens/jwt.js';
+import { revocationSubject } from '../tokens/revocation.js';
 
 /**
  * An end user's access token from `Authorization: Bearer`: signature, expiry and revocation checked.
@@ -19,7 +20,7 @@ export async function userBearer(deps: Deps, req: HttpRequest, audience?: string
     if (err instanceof JwtError && err.reason === 'expired') throw new Unauthorized('token_expired', 'The access token has expired.');
     throw new Unauthorized('unauthorized', 'The access token is invalid.');
   }
-  if (await deps.tokens.revocations.isRevoked({ jti: String(p.jti), tenant: String(p.tenant), sub: p.sub, client_id: p.client_id, iat: p.iat })) {
+  if (await deps.tokens.revocations.isRevoked(revocationSubject(p))) {
     throw new Unauthorized('token_revoked', 'The access token has been revoked.');
   }
   if (typeof p.auth_time !== 'number' || typeof p.sub !== 'string' || typeof p.tenant !== 'string') throw new Unauthorized('unauthorized', 'The access token was not issued to a signed-in user.');

@@ -5,7 +5,7 @@ export interface ApprovalRequestRow {
   tenant_id: string; id: string; investigation_id: string; request_surface: string; requested_action: string;
   target_subject_type: string; target_subject_id: string; resource_class: string; resource_ids: string[];
   redaction_level: string; reason_code: string; reason_note: string | null; ticket_reference: { system: string; id: string } | null;
-  reference: string | null; policy_preset: string; partial_access_allowed: boolean; audience: string;
+  reference: string | null; policy_preset: string; partial_access_allowed: boolean; allow_reexchange: boolean; audience: string;
   requester_type: string; requester_id: string; requester_name: string; cancelled_at: number | null;
   status: string; expires_at: number; created_at: number; updated_at: number;
 }

@@ -21,10 +21,11 @@ export interface IssuedToken { token: string; jti: string; iat: number; exp: num
 /** Mints and verifies RFC 9068 access tokens. */
 export class AccessTokens {
   /** What every access token is checked against; built once, not per verification. */
-  private readonly opts: { typ: string; issuer: string };
+  private readonly opts: { typ: string; issuer: string; expiryTolerance: number };
 
   constructor(private readonly config: Config, private readonly ring: KeyRing, private readonly signer: Signer, private readonly sharding: ShardingCache) {
-    this.opts = { typ: TOKEN_TYPES.access, issuer: config.issuer };
+    // Our own tokens expire at exp, wherever they are presented (introspection, exchange, Bearer APIs).
+    this.opts = { typ: TOKEN_TYPES.access, issuer: config.issuer, expiryTolerance: 0 };
   }
 
   async issue(t: AccessTokenInput): Promise<IssuedToken> {

@@ -113,6 +113,11 @@ export interface VerifyOptions {
   issuer: string;
   /** Seconds of clock skew tolerated on exp/nbf/iat. */
   clockTolerance?: number;
+  /**
+   * Seconds past exp still accepted, when it differs from clockTolerance: 0 for our own tokens, which
+   * expire exactly at exp (the tolerance is for clocks elsewhere; iat and nbf keep it across our nodes).
+   */
+  expiryTolerance?: number;
   /** Seconds since iat after which the token is refused (jose's maxTokenAge); unbounded by default. */
   maxTokenAge?: number;
   now?: number;
@@ -170,7 +175,7 @@ export function checkClaims(d: DecodedJwt, opts: VerifyOptions): DecodedJwt {
   const { exp, iat, nbf } = payload;
   if (typeof iat !== 'number' || typeof exp !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) throw new JwtError('malformed');
   if (nbf !== undefined && nbf > now + skew) throw new JwtError('not_yet_valid');
-  if (exp <= now - skew) throw new JwtError('expired');
+  if (exp <= now - (opts.expiryTolerance ?? skew)) throw new JwtError('expired');
   const age = now - iat;
   if (age - skew > (opts.maxTokenAge ?? Number.MAX_VALUE)) throw new JwtError('expired');
   if (age < -skew) throw new JwtError('not_yet_valid');

@@ -13,22 +13,46 @@ export type MarkKind = 'sub' | 'client' | 'grant';
 /** The id of a `grant` mark: one user at one client. */
 export function grantMarkId(sub: string, clientId: string): string { return `${sub} ${clientId}`; }
 
+/** A token a presented token was exchanged from: its id and the client it was issued to (the `lineage` claim). */
+export interface Ancestor { jti: string; client_id: string }
+
+/**
+ * At most this many ancestors ride in a token's `lineage` (the exchange refuses to go deeper): each adds
+ * three keys to the revocation MGET, so the chain bounds the one read every presentation costs.
+ */
+export const MAX_LINEAGE = 4;
+
 /** What the revocation check needs to know about a token. */
-export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number }
+export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number; lineage?: readonly Ancestor[] }
 
 /** What a revocation check found: the token's own state, its tenant's, and the extra keys read alongside (null when nothing was read). */
 export interface RevocationState { revoked: boolean; tenantRefused: boolean; extras: Array<string | null> | null }
 
 /** The revocation check's view of a token's claims. */
-export function revocationSubject(p: { jti?: unknown; tenant?: unknown; sub?: string; client_id?: string; iat?: number }, tenant = String(p.tenant ?? '')): RevocationSubject {
-  return { jti: String(p.jti ?? ''), tenant, sub: p.sub, client_id: p.client_id, iat: p.iat };
+export function revocationSubject(p: { jti?: unknown; tenant?: unknown; sub?: string; client_id?: string; iat?: number; lineage?: unknown }, tenant = String(p.tenant ?? '')): RevocationSubject {
+  const out: RevocationSubject = { jti: String(p.jti ?? ''), tenant, sub: p.sub, client_id: p.client_id, iat: p.iat };
+  if (p.lineage !== undefined) out.lineage = lineageOf(p.lineage);
+  return out;
 }
+
+/**
+ * A token's ancestors from its `lineage` claim. Only our own exchange writes it (and signs it); a claim
+ * that is not a short list of {jti, client_id} is answered as an ancestor that cannot be found, which the
+ * check reads as revoked, never as no lineage at all.
+ */
+export function lineageOf(claim: unknown): Ancestor[] {
+  if (!Array.isArray(claim) || claim.length > MAX_LINEAGE) return [UNREADABLE];
+  return claim.map((a) => (a !== null && typeof a === 'object' && typeof a.jti === 'string' && typeof a.client_id === 'string' ? { jti: a.jti, client_id: a.client_id } : UNREADABLE));
+}
+
+const UNREADABLE: Ancestor = { jti: '', client_id: '' };
 
 export class RevocationUnavailable extends ServiceUnavailable {
   constructor(cause?: unknown) { super('Revocation state cannot be read; no token is accepted until it can.', 1, cause); }
 }
 
 const SENTINEL = redisKeys.revocationLoaded;
+const NO_ANCESTORS: readonly Ancestor[] = [];
 const REFILL_LOCK = redisKeys.revocationRefillLock;
 
 /**
@@ -72,18 +96,30 @@ export class RevocationStore {
   /**
    * The revocation check, plus the caller's keys read in the same command (the introspection cache, the
    * calling client's failure budget), so a request costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster the MGET is split
-   * by hash tag (sentinel, jti shard, tenant marks, cache entry: at most four) and the parts are sent
-   * at once: still one round trip, to each node holding one of them in parallel.
+   * by hash tag (sentinel, jti shard, tenant marks, cache entry: at most four, plus one per ancestor's
+   * shard) and the parts are sent at once: still one round trip, to each node holding one of them in parallel.
+   *
+   * A token minted by an exchange names its ancestors (`lineage`): it is revoked when any of them is, by
+   * its own id or by a mark on the client it was issued to (the user's own marks are the token's: an
+   * exchange keeps `sub`). Comparing those marks with this token's iat is enough: a token exchanged
+   * after the mark could not have been, since the exchange checked the same ancestors.
    */
   async lookup(t: RevocationSubject, extraKeys: readonly string[] = []): Promise<RevocationState> {
     const key = RevocationStore.jtiKey(t.jti);
     if (!key) return { revoked: true, tenantRefused: false, extras: null }; // not one of our identifiers: never treat as live
+    const lineage = t.lineage ?? NO_ANCESTORS;
+    const sub = t.sub ?? '';
     let v: (string | null)[];
     try {
-      const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', t.sub ?? ''), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? ''),
-        RevocationStore.markKey(t.tenant, 'grant', grantMarkId(t.sub ?? '', t.client_id ?? '')),
+      const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', sub), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? ''),
+        RevocationStore.markKey(t.tenant, 'grant', grantMarkId(sub, t.client_id ?? '')),
         // The tenant's suspension mark rides in the same command (same `{t:<tenant>}` slot as the marks): no extra round trip.
         redisKeys.tenantSuspended(t.tenant)];
+      for (const a of lineage) {
+        const ancestorKey = RevocationStore.jtiKey(a.jti);
+        if (!ancestorKey) return { revoked: true, tenantRefused: false, extras: null };
+        keys.push(ancestorKey, RevocationStore.markKey(t.tenant, 'client', a.client_id), RevocationStore.markKey(t.tenant, 'grant', grantMarkId(sub, a.client_id)));
+      }
       for (const k of extraKeys) keys.push(k);
       v = await mgetAcrossSlots(this.redis, keys);
     } catch (err) {
@@ -93,13 +129,18 @@ export class RevocationStore {
       void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
-    const extras = extraKeys.length ? v.slice(6).map((x) => x ?? null) : [];
+    const own = 6 + 3 * lineage.length;
+    const extras = extraKeys.length ? v.slice(own).map((x) => x ?? null) : [];
     // A suspension is not a revocation: the token stays valid underneath and is served again on unsuspend.
     const tenantRefused = v[5] !== null && v[5] !== undefined;
-    if (v[1] !== null) return { revoked: true, tenantRefused, extras };
     // Tokens issued in the same second as a mark are revoked too: iat has one-second precision.
     const iatMs = (t.iat ?? 0) * 1000;
-    for (const mark of [v[2], v[3], v[4]]) if (mark !== null && mark !== undefined && iatMs <= Number(mark)) return { revoked: true, tenantRefused, extras };
+    for (let i = 1; i < own; i++) {
+      const x = v[i];
+      if (x === null || x === undefined || i === 5) continue;
+      // Revoked ids (the token's own at 1, each ancestor's at 6 + 3k) hold "1"; marks hold their not-before.
+      if (i === 1 || (i >= 6 && (i - 6) % 3 === 0) || iatMs <= Number(x)) return { revoked: true, tenantRefused, extras };
+    }
     return { revoked: false, tenantRefused, extras };
   }
 

@@ -21,7 +21,7 @@ t.test('approvals', async (t) => {
   const req = {
     id: 'apr_shared', investigation_id: 'inv_1', request_surface: 'support_console', requested_action: 'read', target_subject_type: 'user',
     target_subject_id: 'usr_1', resource_class: 'user_profile', resource_ids: ['usr_1'], redaction_level: 'masked', reason_code: 'support',
-    reason_note: null, ticket_reference: null, reference: null, policy_preset: 'support_case_default', partial_access_allowed: false,
+    reason_note: null, ticket_reference: null, reference: null, policy_preset: 'support_case_default', partial_access_allowed: false, allow_reexchange: false,
     audience: 'https://api.example', requester_type: 'user', requester_id: 'adm_1', requester_name: 'Ada', expires_at: now + 60_000,
   };
   const step = { id: 'aps_shared', step_key: 'ops', side: 'admin_operator', subject_type: 'admin', subject_id: null, method: 'portal_confirm', expires_at: now + 60_000 };

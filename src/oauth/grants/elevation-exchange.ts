@@ -5,6 +5,7 @@ import { alert } from '../../elevation/service.js';
 import { OAuthError } from '../../errors.js';
 import { recordEvent } from '../../events/outbox.js';
 import { JwtError, TOKEN_TYPES, verifyJwt, type JwtPayload } from '../../tokens/jwt.js';
+import { revocationSubject } from '../../tokens/revocation.js';
 import { many, one, type Form } from '../params.js';
 import { ttlFor } from './grant.js';
 
@@ -14,7 +15,8 @@ const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
 async function verifyElevationToken(deps: Deps, client: Client, token: string): Promise<JwtPayload> {
   let p: JwtPayload;
   try {
-    p = verifyJwt(deps.tokens.keys, token, { typ: TOKEN_TYPES.elevation, issuer: deps.config.issuer }).payload;
+    // Our own token: it expires at exp, without the clock tolerance kept for tokens minted elsewhere.
+    p = verifyJwt(deps.tokens.keys, token, { typ: TOKEN_TYPES.elevation, issuer: deps.config.issuer, expiryTolerance: 0 }).payload;
   } catch (err) {
     if (err instanceof JwtError) {
       const why = err.reason === 'expired' ? 'has expired' : err.reason === 'signature' || err.reason === 'unknown_key' || err.reason === 'algorithm' ? 'has an invalid signature' : 'is not a valid elevation token';
@@ -24,7 +26,7 @@ async function verifyElevationToken(deps: Deps, client: Client, token: string): 
   }
   if (p.tenant !== client.tenantId) throw new OAuthError('invalid_grant', 'The subject token belongs to another tenant.');
   if (p.aud !== client.clientId) throw new OAuthError('invalid_grant', 'The subject token was issued for another client.');
-  if (await deps.tokens.revocations.isRevoked({ jti: String(p.jti), tenant: client.tenantId, sub: p.sub, client_id: p.client_id, iat: p.iat })) {
+  if (await deps.tokens.revocations.isRevoked(revocationSubject(p, client.tenantId))) {
     throw new OAuthError('invalid_grant', 'The subject token has been revoked.');
   }
   return p;
@@ -35,7 +37,8 @@ async function verifyElevationToken(deps: Deps, client: Client, token: string): 
  * the request's lock at exchange time: it must still be active and its request approved and unexpired.
  * The access token's sub is the target, aud the grant's audience, authorization_details the grant's
  * (RFC 9396), act the requester (RFC 8693 4.1); it never outlives the grant, and no refresh token is
- * issued. Its jti is recorded against the grant, so revoking the grant revokes it.
+ * issued. Its jti is recorded against the grant, so revoking the grant revokes it; its `elevation` claim
+ * names the grant, and its `lineage` the subject token, so a token ever exchanged from it goes too.
  */
 export async function exchangeElevation(deps: Deps, client: Client, form: Form): Promise<Record<string, unknown>> {
   const requested = one(form, 'requested_token_type') ?? ACCESS_TOKEN;
@@ -58,7 +61,13 @@ export async function exchangeElevation(deps: Deps, client: Client, form: Form):
     const ttl = Math.min((await ttlFor(deps, client)), remaining);
     const t = await deps.tokens.accessTokens.issue({
       tenant: client.tenantId, sub: r.target_subject_id, clientId: client.clientId, aud: g.audience, scope: '', ttlSeconds: ttl,
-      extra: { act: { sub: r.requester_id }, authorization_details: g.authorization_details },
+      extra: {
+        act: { sub: r.requester_id }, authorization_details: g.authorization_details,
+        // Which grant it came from, and whether that grant lets it be exchanged again (src/oauth/grants/token-exchange.ts).
+        elevation: { grant_id: g.id, ...(r.allow_reexchange ? { reexchange: true } : {}) },
+        // The subject token is its parent: revoking it (the grant revokes both) ends this token too.
+        lineage: [{ jti: String(p.jti), client_id: client.clientId }],
+      },
     });
     await store.approvals.recordToken({ grant_id: g.id, jti: t.jti, kind: 'access', client_id: client.clientId, expires_at: t.exp * 1000 });
     await recordEvent(tx, alert(client.tenantId, ALERT_KIND.used, g, r, { type: 'client', id: client.clientId }));

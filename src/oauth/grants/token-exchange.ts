@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import { JwtError, type JwtPayload } from '../../tokens/jwt.js';
 import { aheadFor, readAhead, type ReadAhead } from '../../tokens/read-ahead.js';
-import { revocationSubject } from '../../tokens/revocation.js';
+import { lineageOf, MAX_LINEAGE, revocationSubject, type Ancestor } from '../../tokens/revocation.js';
 import { one, required } from '../params.js';
 import { exchangeElevation } from './elevation-exchange.js';
 import { audClaim, narrowScope, resolveTargets, ttlFor, type Grant } from './grant.js';
@@ -38,6 +38,32 @@ export async function verifyPresentedToken(deps: Deps, token: string, tenant: st
   if (state.tenantRefused) throw new OAuthError('invalid_grant', `The ${what} token's tenant is suspended.`);
   if (state.revoked) throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
   return payload;
+}
+
+/**
+ * The ancestors a token exchanged from `subject` carries (src/tokens/revocation.ts): the subject and its
+ * own ancestors, so revoking any of them ends the new token too. A tenant may turn that off for
+ * ordinary tokens (`revoke_exchanged_tokens: false`); a token descended from an elevation grant keeps
+ * its lineage whatever the setting, or closing the grant would not reach it.
+ */
+function lineageFor(subject: JwtPayload, cascade: boolean): Ancestor[] {
+  const inherited = subject.lineage === undefined ? [] : lineageOf(subject.lineage);
+  if (!cascade && subject.elevation === undefined) return [];
+  const out = [{ jti: String(subject.jti), client_id: String(subject.client_id ?? '') }, ...inherited];
+  if (out.length > MAX_LINEAGE) throw new OAuthError('invalid_grant', `The subject token was exchanged too many times already (at most ${MAX_LINEAGE} exchanges in a chain).`);
+  return out;
+}
+
+/**
+ * An access token from an elevation grant is exchanged again only when its grant says so, and then only
+ * for the grant's own audience, keeping what makes it an elevation (sub, act, authorization_details).
+ */
+function reexchangeOfElevated(subject: JwtPayload, aud: string[]): Record<string, unknown> {
+  const e = subject.elevation as { reexchange?: unknown } | null;
+  if (e === null || typeof e !== 'object' || e.reexchange !== true) throw new OAuthError('invalid_grant', 'An elevated access token is not exchangeable again unless its approval request allows it.');
+  const grantAud = Array.isArray(subject.aud) ? subject.aud : [subject.aud];
+  if (aud.some((a) => !grantAud.includes(a))) throw new OAuthError('invalid_target', 'An elevated access token is exchanged for its grant\'s audience only.');
+  return { elevation: subject.elevation, authorization_details: subject.authorization_details };
 }
 
 /** RFC 8693 token exchange: validate subject (and actor), intersect scope, issue for the requested audience. */
@@ -82,6 +108,9 @@ export const tokenExchange: Grant = {
     const scope = narrowScope(one(form, 'scope'), String(subject.scope ?? '').split(' ').filter(Boolean), client.scopes);
 
     const extra: Record<string, unknown> = {};
+    if (subject.elevation !== undefined) Object.assign(extra, reexchangeOfElevated(subject, aud));
+    const lineage = lineageFor(subject, settings.revoke_exchanged_tokens !== false);
+    if (lineage.length) extra.lineage = lineage;
     // RFC 8693 4.1: the current actor on top, prior actors nested beneath it.
     if (actor) extra.act = { sub: actor.sub, ...(actor.client_id ? { client_id: actor.client_id } : {}), ...(subject.act ? { act: subject.act } : {}) };
     else if (subject.act) extra.act = subject.act;
