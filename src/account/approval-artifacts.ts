@@ -105,7 +105,8 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
       doc: { summary: 'Complete an artifact: approve or deny its step, with the step-up its method needs (single use)', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'elevation.artifact-completed' }, errors: [400, 401, 403, 404, 409] },
       handler: async ({ req, params, body }) => {
         const { ctx, a, r } = await load(req, params.artifactId!);
-        // Step-up proof is what the server recorded, never an assertion the client echoes.
+        // Step-up proof is what the server recorded, never an assertion the client echoes. Once checked
+        // here it is handed to decideStep as `proof`, the only way a step-up step is approved.
         if (a.method === 'email_otp') await verifyStepUpCode(deps.redis, codeKey, ctx.tenantId, a.id, ctx.actor.id, body.code);
         else if (a.method === 'passkey') await verifyPasskey(ctx.tenantId, ctx.actor.id, a.id, body.passkey as unknown as AuthenticationResponseJSON | undefined);
         else if (a.method === 'reauth') {
@@ -116,7 +117,7 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
           const locked = found(await store.approvals.getRequest(r.id, { lock: true }), requestNotFound);
           if (!(await store.approvals.consumeArtifact(a.id, Date.now()))) throw artifactGone();
           const now = Date.now();
-          const s = await decideStep(deps, tx, store, locked, a.step_id, moverOf(ctx), { decision: body.decision, reason_code: body.reason_code, reason_note: body.reason_note }, now);
+          const s = await decideStep(deps, tx, store, locked, a.step_id, moverOf(ctx), { decision: body.decision, reason_code: body.reason_code, reason_note: body.reason_note, proof: a.method }, now);
           const result = { artifact_id: a.id, decision: body.decision, approval: stepView(s.step, now), request: { public_request_id: r.id, status: s.status } };
           return { result, metadata: { artifact_id: a.id, method: a.method, step_id: a.step_id, status: s.status }, after: { status: s.status, step: s.step.status } };
         });

@@ -34,7 +34,7 @@ async function fullView(store: TenantStore, id: string, now = Date.now()) {
 export function approvalRoutes(deps: Deps): Route[] {
   const decision = (kind: 'approve' | 'deny') => adminRoute(deps, {
     method: 'POST', path: `/api/admin/approvals/:requestId/steps/:stepId/${kind}`, permission: APPROVE, tags, body: 'elevation.approval-decision',
-    summary: kind === 'approve' ? 'Approve a step (never the requester; a step naming its approver takes only that one)' : 'Deny a step (or withdraw an approval): the request is denied and its grant revoked',
+    summary: kind === 'approve' ? 'Approve a portal_confirm step (never the requester; a step naming its approver takes only that one); email_otp, passkey and reauth steps are approved only through an approval artifact (403)' : 'Deny a step (or withdraw an approval): the request is denied and its grant revoked',
     response: { 200: 'elevation.approval-request' }, errors: [404, 409],
     audit: audit(`approval_step.${kind}`, kind === 'deny' ? 'warn' : 'info'),
     handler: async ({ ctx, params, body, mutate }) => {

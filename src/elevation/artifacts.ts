@@ -17,6 +17,25 @@ export class InvalidStepUp extends AppError {
   constructor(description = 'The step-up code is invalid or has expired.') { super(400, 'invalid_request', description, { details: { code: ['is invalid or has expired'] } }); }
 }
 
+/**
+ * Whether a step of `method` may be approved with `proof`, the step-up the caller's approval carried
+ * (verified by the artifact route; null for a plain approve). Only `portal_confirm` asks for none;
+ * any other method, known or not, asks for its own proof (fail closed).
+ */
+export function proves(method: string, proof: string | null): boolean {
+  if (method === 'portal_confirm') return true;
+  return proof !== null && (STEP_UP[method]?.includes(proof) ?? false);
+}
+
+/** A plain approve of a step whose method needs proof: the answer names the route that takes the proof. */
+export class StepUpRequired extends AppError {
+  constructor(method: string, requestId: string, stepId: string) {
+    super(403, 'forbidden', `This step's method is ${method}: approve it through an approval artifact, which takes that proof `
+      + `(POST /api/admin/approvals/${requestId}/steps/${stepId}/artifacts, then POST /api/approval-artifacts/{artifactId}/complete).`,
+    { details: { method: [`${method} is proven only through an approval artifact; a plain approve satisfies portal_confirm alone`] } });
+  }
+}
+
 export const artifactGone = () => new NotFound('not_found', 'No such approval artifact, or it has been used or has expired.');
 
 /** True when `approverId` may complete the artifact: its bound approver, or any approver but the requester when unbound. */

@@ -5,6 +5,7 @@ import { newId } from '../store/ids.js';
 import type { TenantStore } from '../store/index.js';
 import type { TxSql } from '../store/sql.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
+import { proves, StepUpRequired } from './artifacts.js';
 import { ALERT_KIND, deriveRequestStatus, effectiveGrantStatus, effectiveStepStatus, REQUEST_MOVES, STEP_MOVES, TERMINAL_REQUEST, type RequestStatus } from './model.js';
 
 /** Who moved a request: an admin, or the expiry sweep. */
@@ -72,12 +73,18 @@ export async function settle(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: Tenan
 }
 
 /** What a step decision carries. */
-export interface Decision { decision: 'approve' | 'deny'; reason_code?: string | undefined; reason_note?: string | undefined }
+export interface Decision {
+  decision: 'approve' | 'deny'; reason_code?: string | undefined; reason_note?: string | undefined;
+  /** The step-up method the caller has proven (an artifact's completion checked it); absent for a plain approve. */
+  proof?: string | undefined;
+}
 
 /**
  * Approves or denies one step of a locked request, then settles the request. The requester may not
  * decide their own request (409 conflict); a step naming its approver accepts that approver only (403);
- * one approver approves at most one step of a request (four eyes, 409).
+ * one approver approves at most one step of a request (four eyes, 409); an approval must carry the proof
+ * the step's method names (403 otherwise: only portal_confirm is satisfied without one). A denial needs
+ * no proof: it only ever takes access away.
  */
 export async function decideStep(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: TenantStore, request: ApprovalRequestRow, stepId: string,
   actor: Mover, d: Decision, now: number): Promise<Settled & { step: ApprovalStepRow }> {
@@ -89,6 +96,7 @@ export async function decideStep(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: T
   if (!STEP_MOVES[d.decision].has(effectiveStepStatus(step, now))) throw new Conflict('conflict', `The step is ${effectiveStepStatus(step, now)}.`);
   if (actor.id === request.requester_id) throw new Conflict('conflict', 'The requester cannot approve or deny their own request.');
   if (step.subject_id !== null && step.subject_id !== actor.id) throw new Forbidden('forbidden', 'This step names another approver.');
+  if (d.decision === 'approve' && !proves(step.method, d.proof ?? null)) throw new StepUpRequired(step.method, request.id, step.id);
   if (d.decision === 'approve' && steps.some((s) => s.id !== step.id && s.status === 'approved' && s.decided_by === actor.id)) {
     throw new Conflict('conflict', 'An approver approves at most one step of a request.');
   }

@@ -5,7 +5,7 @@ import { createLogger } from '../../src/log.js';
 import { startSmtpSink, type SmtpSink } from '../../src/mail/dev-sink.js';
 import { startEmailWorker, type RunningEmailWorker } from '../../workers/email-worker.js';
 import { events } from '../admin/helpers.js';
-import { codeFor } from '../login/fixtures.js';
+import { codeFor, mailCount } from '../login/fixtures.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { setupTenant } from '../helpers/tokens.js';
 import { person, requestBody, softPasskey, step, type Person } from './helpers.js';
@@ -139,4 +139,67 @@ t.test('reauth needs a recent sign-in; passkey needs an assertion over a server-
   t.match(r.body, { approval: { status: 'approved', decided_by: ann.id }, request: { status: 'approved' } });
   r = await ann.call('POST', `${art(pk.artifact_id)}/complete`, { decision: 'approve', passkey: annKey.assert(opts) });
   t.equal(r.status, 404, 'single use');
+});
+
+t.test('a step\'s method is proven: a plain approve of email_otp, passkey or reauth is refused and leaves it pending; its proof completes it; portal_confirm takes a plain approve', async (t) => {
+  const carol = await person(srv, b.tenant_id, 'carol', ['admin:approvals:read', 'admin:approvals:approve']);
+  const dave = await person(srv, b.tenant_id, 'dave', ['admin:approvals:read', 'admin:approvals:approve']);
+  const created = await requester.call('POST', '/api/admin/approvals', requestBody(b.clients.resource_server.audience,
+    [step('otp', ann.id, 'email_otp'), step('pk', bob.id, 'passkey'), step('re', carol.id, 'reauth'), step('ops', dave.id)]));
+  t.equal(created.status, 201, JSON.stringify(created.body));
+  const req = created.body;
+  const [otp, pk, re, ops] = req.approvals;
+  const approve = (p: Person, s: any) => p.call('POST', `${base(req.public_request_id)}/steps/${s.id}/approve`, { reason_code: 'verified' });
+
+  // Each step's own approver, with a sign-in seconds old, still cannot approve a step-up step plainly.
+  for (const [p, s] of [[ann, otp], [bob, pk], [carol, re]] as const) {
+    const r = await approve(p, s);
+    t.equal(r.status, 403, `plain approve of ${s.method}: ${JSON.stringify(r.body)}`);
+    t.equal(r.body.error, 'forbidden');
+    t.match(r.body.error_description, `/api/admin/approvals/${req.public_request_id}/steps/${s.id}/artifacts`, 'the answer names the artifact route');
+    t.match(r.body.error_description, '/api/approval-artifacts/{artifactId}/complete');
+    t.same(Object.keys(r.body.details), ['method']);
+  }
+  let full = (await requester.call('GET', base(req.public_request_id))).body;
+  t.same(full.approvals.map((a: any) => [a.step_key, a.status, a.decided_by ?? null]), [['otp', 'pending', null], ['pk', 'pending', null], ['re', 'pending', null], ['ops', 'pending', null]], 'every step stays pending');
+  t.equal(full.status, 'pending');
+  t.same(full.grants, []);
+
+  let r = await approve(dave, ops);
+  t.equal(r.status, 200, 'portal_confirm takes a plain approve');
+  t.equal(r.body.status, 'partially_approved');
+  t.equal(r.body.approvals[3].status, 'approved');
+
+  // The proof each method names, through its artifact.
+  const issue = async (s: any) => (await requester.call('POST', `${base(req.public_request_id)}/steps/${s.id}/artifacts`, {})).body.artifact_id as string;
+  const otpArt = await issue(otp);
+  const mailed = mailCount(sink, ann.email);
+  t.equal((await ann.call('POST', `${art(otpArt)}/email-code`, {})).status, 202);
+  r = await ann.call('POST', `${art(otpArt)}/complete`, { decision: 'approve', code: await codeFor(sink, ann.email, mailed) });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  t.match(r.body.approval, { id: otp.id, status: 'approved', decided_by: ann.id });
+
+  const pkArt = await issue(pk);
+  const bobKey = await softPasskey(srv, b.tenant_id, bob.id);
+  const opts = (await bob.call('POST', `${art(pkArt)}/passkey-options`, {})).body.options;
+  r = await bob.call('POST', `${art(pkArt)}/complete`, { decision: 'approve', passkey: bobKey.assert(opts) });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  t.match(r.body.approval, { id: pk.id, status: 'approved', decided_by: bob.id });
+
+  r = await carol.call('POST', `${art(await issue(re))}/complete`, { decision: 'approve' });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  t.match(r.body, { approval: { id: re.id, status: 'approved', decided_by: carol.id }, request: { status: 'approved' } });
+
+  full = (await requester.call('GET', base(req.public_request_id))).body;
+  t.same(full.approvals.map((a: any) => a.status), ['approved', 'approved', 'approved', 'approved']);
+  t.equal(full.grants.length, 1);
+  t.equal(full.grants[0].status, 'active');
+});
+
+t.test('a plain deny of a step-up step needs no proof (it only takes access away)', async (t) => {
+  const req = (await requester.call('POST', '/api/admin/approvals', requestBody(b.clients.resource_server.audience, [step('otp', ann.id, 'email_otp')]))).body;
+  const r = await ann.call('POST', `${base(req.public_request_id)}/steps/${req.approvals[0].id}/deny`, { reason_code: 'not_justified' });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  t.equal(r.body.status, 'denied');
+  t.equal(r.body.approvals[0].status, 'denied');
 });
