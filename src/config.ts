@@ -17,6 +17,10 @@ export interface Config {
   readonly queueRedisUrl: string;
   /** Prefix for every Redis key and queue name, so tests and tenants of a shared Redis stay apart. */
   readonly redisPrefix: string;
+  /** Replicas that acknowledge a revocation write (Redis WAIT) before it is acknowledged, how long one WAIT may take, and how long an unacknowledged write is retried (src/tokens/revocation.ts). */
+  readonly revocationReplicaAcks: number;
+  readonly revocationReplicaWaitMs: number;
+  readonly revocationRetryMs: number;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
   readonly bodyLimitBytes: number;
@@ -163,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     return v;
   };
   const redisUrl = env.REDIS_CLUSTER_NODES ? redisAddress('REDIS_CLUSTER_NODES', clusterUrl(env.REDIS_CLUSTER_NODES)) : redisAddress('REDIS_URL', str('REDIS_URL', 'redis://127.0.0.1:6379'));
+  const isClusterUrl = (v: string) => { try { return parseRedisTarget(v).kind === 'cluster'; } catch { return false; } };
   const cpus = Math.max(1, os.availableParallelism());
   const piiNames = ['default', ...str('PII_PARTITIONS', '').split(',').map((n) => n.trim()).filter((n) => n && n !== 'default')];
   for (const n of piiNames) if (!/^[a-z][a-z0-9_]{0,30}$/.test(n)) problems.push(`PII_PARTITIONS entries must be 1 to 31 of a-z, 0-9 and "_", starting with a letter, got "${n}"`);
@@ -182,6 +187,10 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl,
     queueRedisUrl: env.QUEUE_REDIS_URL ? redisAddress('QUEUE_REDIS_URL', env.QUEUE_REDIS_URL) : redisUrl,
     redisPrefix,
+    // A cluster is run with a replica per master (README); one Redis has none unless the operator says so.
+    revocationReplicaAcks: int('REVOCATION_REPLICA_ACKS', isClusterUrl(redisUrl) ? 1 : 0, 0, 16),
+    revocationReplicaWaitMs: int('REVOCATION_REPLICA_WAIT_MS', 500, 1, 60_000),
+    revocationRetryMs: int('REVOCATION_RETRY_MS', 30_000, 0, 3_600_000),
     logLevel: str('LOG_LEVEL', nodeEnv === 'test' ? 'warn' : 'info'),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),

@@ -53,7 +53,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
     verifyInPool: config.cryptoVerify === 'pool', nice: config.cryptoNice,
   });
   own('crypto threads', () => signer.close());
-  const revocations = new RevocationStore(redis, sql, log);
+  const revocations = new RevocationStore(redis, sql, log, { acks: config.revocationReplicaAcks, waitMs: config.revocationReplicaWaitMs, retryMs: config.revocationRetryMs });
   await revocations.ensureLoaded().catch((err) => log.warn({ err: err.message }, 'revocation state not loaded at start; checks fail closed until it is'));
   const clients = new ClientCache(sql, redis, config.redisPrefix, log);
   const tenantSettings = new TenantSettingsCache(sql, redis, channel(config, redisChannels.tenantsChanged), log);

@@ -22,12 +22,17 @@ export const redisKeys = {
 
   // --- revocation (src/tokens/revocation.ts) ---
   /**
-   * Present while Redis holds the revocation record (refilled from Postgres when missing). No tag. The
-   * revocation check reads it in one MGET with the jti key, the two marks and the introspection cache
-   * entry: six keys in up to six slots, so on Redis Cluster that MGET must be split per slot (these
-   * formats are what existing data is stored under; they are not changed to share a tag).
+   * Present while Redis holds the revocation record (refilled from Postgres when missing), on one Redis.
+   * No tag. The revocation check reads it in one MGET with the jti key, the marks and the introspection
+   * cache entry.
    */
   revocationLoaded: 'rv:loaded',
+  /**
+   * The same on a Redis Cluster, one per hash slot: tag `{<tag>}` is chosen to hash to the slot it guards
+   * (src/tokens/revocation-sentinels.ts), so the check reads it in the same MGET part as the keys of that
+   * slot, and a master that is down or lost its data refuses only the tokens whose keys it holds.
+   */
+  revocationLoadedSlot: (tag: string) => `rv:loaded:{${tag}}`,
   /** Lock so one process refills at a time (SET NX). No tag: used alone. */
   revocationRefillLock: 'rv:refilling',
   /** A revoked token id. Tag `{g<generation>:<region>:<shard>}`: one slot per revocation shard, so a refill pipeline and a shard's keys stay together. */

@@ -1,3 +1,4 @@
+import keySlot from 'cluster-key-slot';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { parseRedisTarget } from './redis-url.js';
@@ -122,16 +123,26 @@ export function hashTag(key: string): string {
 }
 
 /**
- * MGET that works on a cluster: one MGET per hash tag, all sent at once (so one round trip, to each node
+ * MGET that works on a cluster: one MGET per hash slot, all sent at once (so one round trip, to each node
  * concerned in parallel), answers in the order of `keys`. On one server, one MGET.
+ *
+ * Keys from index `required` on are optional on a cluster: a part holding only optional keys that fails
+ * (its master is down) answers undefined for them instead of failing the read, so a cache entry on a
+ * dead master does not refuse a token whose revocation keys are all readable.
  */
-export async function mgetAcrossSlots(redis: Redis, keys: string[]): Promise<(string | null)[]> {
+export async function mgetAcrossSlots(redis: Redis, keys: string[], required = keys.length): Promise<(string | null | undefined)[]> {
   if (!isCluster(redis)) return redis.mget(keys);
-  const groups = new Map<string, number[]>();
-  keys.forEach((k, i) => { const tag = hashTag(k); const g = groups.get(tag); if (g) g.push(i); else groups.set(tag, [i]); });
-  const out = new Array<string | null>(keys.length).fill(null);
+  const prefix = (redis as unknown as { options: { keyPrefix?: string } }).options.keyPrefix ?? '';
+  const groups = new Map<number, number[]>();
+  keys.forEach((k, i) => { const slot = keySlot(prefix + k); const g = groups.get(slot); if (g) g.push(i); else groups.set(slot, [i]); });
+  const out = new Array<string | null | undefined>(keys.length).fill(null);
   await Promise.all([...groups.values()].map(async (idx) => {
-    const v = await redis.mget(idx.map((i) => keys[i]!));
+    let v: (string | null)[];
+    try { v = await redis.mget(idx.map((i) => keys[i]!)); } catch (err) {
+      if (idx.some((i) => i < required)) throw err;
+      for (const i of idx) out[i] = undefined;
+      return;
+    }
     idx.forEach((i, j) => { out[i] = v[j] ?? null; });
   }));
   return out;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
@@ -6,6 +6,7 @@ import { redisKeys } from '../store/redis-keys.js';
 import { mgetAcrossSlots, setMany } from '../store/redis.js';
 import { listRefusedTenants } from '../store/tenants.js';
 import { parseJti } from './jti.js';
+import { RevocationSentinels } from './revocation-sentinels.js';
 
 /** Not-before marks: everything of a user, of a client, or of one user at one client (a withdrawn consent). */
 export type MarkKind = 'sub' | 'client' | 'grant';
@@ -25,8 +26,8 @@ export const MAX_LINEAGE = 4;
 /** What the revocation check needs to know about a token. */
 export interface RevocationSubject { jti: string; tenant: string; sub?: string; client_id?: string; iat?: number; lineage?: readonly Ancestor[] }
 
-/** What a revocation check found: the token's own state, its tenant's, and the extra keys read alongside (null when nothing was read). */
-export interface RevocationState { revoked: boolean; tenantRefused: boolean; extras: Array<string | null> | null }
+/** What a revocation check found: the token's own state, its tenant's, and the extra keys read alongside (null when nothing was read; an entry is undefined when its cluster node could not be read). */
+export interface RevocationState { revoked: boolean; tenantRefused: boolean; extras: Array<string | null | undefined> | null }
 
 /** The revocation check's view of a token's claims. */
 export function revocationSubject(p: { jti?: unknown; tenant?: unknown; sub?: string; client_id?: string; iat?: number; lineage?: unknown }, tenant = String(p.tenant ?? '')): RevocationSubject {
@@ -51,27 +52,48 @@ export class RevocationUnavailable extends ServiceUnavailable {
   constructor(cause?: unknown) { super('Revocation state cannot be read; no token is accepted until it can.', 1, cause); }
 }
 
-const SENTINEL = redisKeys.revocationLoaded;
 const NO_ANCESTORS: readonly Ancestor[] = [];
 const REFILL_LOCK = redisKeys.revocationRefillLock;
+
+/** How revocation writes are made durable in Redis beyond its master (issue 29 item 15). */
+export interface ReplicationOptions {
+  /** Replicas that must acknowledge a revocation write (Redis WAIT) before it is acknowledged; 0: none. */
+  acks: number;
+  /** How long one WAIT may hold the answer (ms). */
+  waitMs: number;
+  /** How long a write no replica acknowledged (or that failed) is written again in the background (ms). */
+  retryMs: number;
+}
+
+const NO_REPLICATION: ReplicationOptions = { acks: 0, waitMs: 0, retryMs: 30_000 };
+
+/** Writes one revocation key: a SET (or its read-modify-write) queued on a pipeline. */
+type Write = (p: ChainableCommander) => void;
 
 /**
  * Sharded revocation. Redis is the fast path: one key per revoked jti under its shard's hash tag,
  * expiring when the token would have, plus not-before marks per user and per client. Postgres is the
  * record: every revocation is written there first, and a Redis that lost its data (no sentinel key) is
  * refilled from Postgres before any answer relies on it. Every failure to read fails closed.
+ *
+ * On a Redis Cluster the sentinel is per slot (src/tokens/revocation-sentinels.ts), and a revocation is
+ * acknowledged once a replica of its master has it too (WAIT), so a failover neither refuses every
+ * tenant's tokens nor brings a revoked one back.
  */
 export class RevocationStore {
   private refilling: Promise<void> | undefined;
-  /** A revocation reached Postgres but not Redis: force a refill as soon as Redis is back. */
-  private dirty = false;
+  /** Sentinels of slots whose revocation reached Postgres but not Redis: dropped (forcing a refill) as soon as Redis answers. */
+  private readonly dirty = new Set<string>();
+  private readonly sentinels: RevocationSentinels;
+  /** Keys being written again in the background, with the newest write of each. */
+  private readonly retrying = new Map<string, Write>();
 
-  constructor(private readonly redis: Redis, private readonly sql: Sql, private readonly log: Logger) {
+  constructor(private readonly redis: Redis, private readonly sql: Sql, private readonly log: Logger, private readonly replication: ReplicationOptions = NO_REPLICATION) {
+    this.sentinels = new RevocationSentinels(redis);
     // On every (re)connection, not only after a missed write: a Redis that came back empty must be
     // refilled before the first token arrives, not by the first request that finds it empty.
     redis.on('ready', () => {
-      const forget = this.dirty ? redis.del(SENTINEL).then(() => { this.dirty = false; }) : Promise.resolve();
-      forget.then(() => this.ensureLoaded())
+      this.forgetDirty().then(() => this.ensureLoaded())
         .catch((err) => log.error({ err }, 'revocation refill after reconnect failed'));
     });
   }
@@ -95,9 +117,10 @@ export class RevocationStore {
 
   /**
    * The revocation check, plus the caller's keys read in the same command (the introspection cache, the
-   * calling client's failure budget), so a request costs one MGET. Keys are hash-tagged per shard and tenant; on Redis Cluster the MGET is split
-   * by hash tag (sentinel, jti shard, tenant marks, cache entry: at most four, plus one per ancestor's
-   * shard) and the parts are sent at once: still one round trip, to each node holding one of them in parallel.
+   * calling client's failure budget), so a request costs one MGET. Keys are hash-tagged per shard and
+   * tenant; on Redis Cluster the MGET is split by slot (jti shard, tenant marks, cache entry, failure
+   * budget, plus one per ancestor's shard, each slot's sentinel with its keys) and the parts are sent at
+   * once: still one round trip, to each node holding one of them in parallel.
    *
    * A token minted by an exchange names its ancestors (`lineage`): it is revoked when any of them is, by
    * its own id or by a mark on the client it was issued to (the user's own marks are the token's: an
@@ -109,37 +132,45 @@ export class RevocationStore {
     if (!key) return { revoked: true, tenantRefused: false, extras: null }; // not one of our identifiers: never treat as live
     const lineage = t.lineage ?? NO_ANCESTORS;
     const sub = t.sub ?? '';
-    let v: (string | null)[];
+    const tenantMark = redisKeys.tenantSuspended(t.tenant);
+    // [own jti, sub mark, client mark, grant mark, tenant mark, per ancestor (jti, client mark, grant mark), sentinels..., extras...]
+    const keys = [key, RevocationStore.markKey(t.tenant, 'sub', sub), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? ''),
+      RevocationStore.markKey(t.tenant, 'grant', grantMarkId(sub, t.client_id ?? '')),
+      // The tenant's suspension mark rides in the same command (same `{t:<tenant>}` slot as the marks): no extra round trip.
+      tenantMark];
+    const guarded = [this.sentinels.of(key), this.sentinels.of(tenantMark)];
+    for (const a of lineage) {
+      const ancestorKey = RevocationStore.jtiKey(a.jti);
+      if (!ancestorKey) return { revoked: true, tenantRefused: false, extras: null };
+      keys.push(ancestorKey, RevocationStore.markKey(t.tenant, 'client', a.client_id), RevocationStore.markKey(t.tenant, 'grant', grantMarkId(sub, a.client_id)));
+      guarded.push(this.sentinels.of(ancestorKey));
+    }
+    const own = keys.length;
+    for (const sentinel of guarded) if (!keys.includes(sentinel, own)) keys.push(sentinel);
+    const required = keys.length;
+    for (const k of extraKeys) keys.push(k);
+    let v: (string | null | undefined)[];
     try {
-      const keys = [SENTINEL, key, RevocationStore.markKey(t.tenant, 'sub', sub), RevocationStore.markKey(t.tenant, 'client', t.client_id ?? ''),
-        RevocationStore.markKey(t.tenant, 'grant', grantMarkId(sub, t.client_id ?? '')),
-        // The tenant's suspension mark rides in the same command (same `{t:<tenant>}` slot as the marks): no extra round trip.
-        redisKeys.tenantSuspended(t.tenant)];
-      for (const a of lineage) {
-        const ancestorKey = RevocationStore.jtiKey(a.jti);
-        if (!ancestorKey) return { revoked: true, tenantRefused: false, extras: null };
-        keys.push(ancestorKey, RevocationStore.markKey(t.tenant, 'client', a.client_id), RevocationStore.markKey(t.tenant, 'grant', grantMarkId(sub, a.client_id)));
-      }
-      for (const k of extraKeys) keys.push(k);
-      v = await mgetAcrossSlots(this.redis, keys);
+      v = await mgetAcrossSlots(this.redis, keys, required);
     } catch (err) {
       throw new RevocationUnavailable(err);
     }
-    if (v[0] === null) {
-      void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
-      throw new RevocationUnavailable();
+    for (let i = own; i < required; i++) {
+      if (v[i] === null || v[i] === undefined) {
+        void this.ensureLoaded(keys[i]).catch((err) => this.log.error({ err }, 'revocation refill failed'));
+        throw new RevocationUnavailable();
+      }
     }
-    const own = 6 + 3 * lineage.length;
-    const extras = extraKeys.length ? v.slice(own).map((x) => x ?? null) : [];
+    const extras = extraKeys.length ? v.slice(required) : [];
     // A suspension is not a revocation: the token stays valid underneath and is served again on unsuspend.
-    const tenantRefused = v[5] !== null && v[5] !== undefined;
+    const tenantRefused = v[4] !== null && v[4] !== undefined;
     // Tokens issued in the same second as a mark are revoked too: iat has one-second precision.
     const iatMs = (t.iat ?? 0) * 1000;
-    for (let i = 1; i < own; i++) {
+    for (let i = 0; i < own; i++) {
       const x = v[i];
-      if (x === null || x === undefined || i === 5) continue;
-      // Revoked ids (the token's own at 1, each ancestor's at 6 + 3k) hold "1"; marks hold their not-before.
-      if (i === 1 || (i >= 6 && (i - 6) % 3 === 0) || iatMs <= Number(x)) return { revoked: true, tenantRefused, extras };
+      if (x === null || x === undefined || i === 4) continue;
+      // Revoked ids (the token's own at 0, each ancestor's at 5 + 3k) hold "1"; marks hold their not-before.
+      if (i === 0 || (i >= 5 && (i - 5) % 3 === 0) || iatMs <= Number(x)) return { revoked: true, tenantRefused, extras };
     }
     return { revoked: false, tenantRefused, extras };
   }
@@ -150,8 +181,7 @@ export class RevocationStore {
     if (!key) return;
     const expMs = expSeconds * 1000;
     await this.sql`insert into revocations (jti, tenant_id, expires_at) values (${jti}, ${tenant}, ${expMs}) on conflict (jti) do nothing`;
-    const ttl = expMs - Date.now();
-    if (ttl > 0) await this.writeRedis(() => this.redis.set(key, '1', 'PX', ttl));
+    if (expMs - Date.now() > 0) await this.writeRedis(key, (p) => { p.set(key, '1', 'PX', Math.max(1, expMs - Date.now())); });
   }
 
   /** Revokes everything issued to a user (sub) or a client before atMs, for as long as such tokens can live. */
@@ -162,10 +192,8 @@ export class RevocationStore {
                    on conflict (tenant_id, subject_kind, subject_id) do update
                    set not_before = greatest(revocation_marks.not_before, excluded.not_before), expires_at = greatest(revocation_marks.expires_at, excluded.expires_at)`;
     const key = RevocationStore.markKey(tenant, kind, id);
-    await this.writeRedis(async () => {
-      const prev = Number((await this.redis.get(key)) ?? 0);
-      await this.redis.set(key, String(Math.max(prev, atMs)), 'PX', Math.max(1, expiresAt - Date.now()));
-    });
+    // Never lowers a later mark: the script keeps the greater not-before (and is what a retry runs again).
+    await this.writeRedis(key, (p) => { p.eval(RAISE_MARK, 1, key, String(atMs), String(Math.max(1, expiresAt - Date.now()))); });
   }
 
   /**
@@ -173,13 +201,15 @@ export class RevocationStore {
    * the token check: no answer before the state is loaded. For the login flow, which has no token yet.
    */
   async tenantRefused(tenant: string): Promise<boolean> {
-    let v: (string | null)[];
-    try { v = await mgetAcrossSlots(this.redis, [SENTINEL, redisKeys.tenantSuspended(tenant)]); } catch (err) { throw new RevocationUnavailable(err); }
-    if (v[0] === null) {
-      void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
+    const key = redisKeys.tenantSuspended(tenant);
+    const sentinel = this.sentinels.of(key);
+    let v: (string | null | undefined)[];
+    try { v = await mgetAcrossSlots(this.redis, [key, sentinel]); } catch (err) { throw new RevocationUnavailable(err); }
+    if (v[1] === null || v[1] === undefined) {
+      void this.ensureLoaded(sentinel).catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
-    return v[1] !== null;
+    return v[0] !== null;
   }
 
   /**
@@ -188,7 +218,7 @@ export class RevocationStore {
    */
   async markTenant(tenant: string, status: string): Promise<void> {
     const key = redisKeys.tenantSuspended(tenant);
-    await this.writeRedis(() => (status === 'active' ? this.redis.del(key) : this.redis.set(key, status)));
+    await this.writeRedis(key, (p) => { if (status === 'active') p.del(key); else p.set(key, status); });
   }
 
   /**
@@ -196,18 +226,26 @@ export class RevocationStore {
    * refill is started (another process may hold the lock; the next probe tries again).
    */
   async loaded(): Promise<boolean> {
-    if ((await this.redis.get(SENTINEL)) !== null) return true;
+    if (await this.present(this.sentinels.probe())) return true;
     void this.ensureLoaded().catch((err) => this.log.error({ err }, 'revocation refill failed'));
     return false;
   }
 
-  /** Refills Redis from Postgres if it lost its data; one process refills while the others wait. */
-  ensureLoaded(): Promise<void> {
-    return (this.refilling ??= this.refill().finally(() => { this.refilling = undefined; }));
+  /**
+   * Refills Redis from Postgres if it lost its data (the given sentinel, or a probe of every master, is
+   * missing); one process refills while the others wait.
+   */
+  ensureLoaded(missing?: string): Promise<void> {
+    return (this.refilling ??= this.refill(missing).finally(() => { this.refilling = undefined; }));
   }
 
-  private async refill(): Promise<void> {
-    if ((await this.redis.get(SENTINEL)) !== null) return;
+  private async present(sentinels: string[]): Promise<boolean> {
+    const v = await mgetAcrossSlots(this.redis, sentinels);
+    return v.every((x) => x !== null && x !== undefined);
+  }
+
+  private async refill(missing: string | undefined): Promise<void> {
+    if (await this.present(missing === undefined ? this.sentinels.probe() : [missing])) return;
     const got = await this.redis.set(REFILL_LOCK, String(process.pid), 'PX', 60_000, 'NX');
     if (got !== 'OK') return; // another process is refilling; checks keep failing closed until it is done
     try {
@@ -235,20 +273,83 @@ export class RevocationStore {
         ...refused.map((r) => ({ key: redisKeys.tenantSuspended(r.id), value: r.status })),
       ]);
       // Last, and only once everything above is written: checks answer from here on.
-      await this.redis.set(SENTINEL, String(now));
-       this.log.info({ revocations: count, marks: marks.length, refusedTenants: refused.length }, 'revocation state loaded into redis');
+      await setMany(this.redis, this.sentinels.all().map((key) => ({ key, value: String(now) })));
+      this.log.info({ revocations: count, marks: marks.length, refusedTenants: refused.length }, 'revocation state loaded into redis');
     } finally {
       await this.redis.del(REFILL_LOCK).catch(() => {});
     }
   }
 
-  private async writeRedis(fn: () => Promise<unknown>): Promise<void> {
-    // Postgres already holds the revocation; if Redis misses it, drop the sentinel so a refill restores it.
-    try { await fn(); } catch (err) {
+  /**
+   * Writes a revocation key (Postgres already holds it) and, when replicas are asked for, waits until
+   * that many acknowledge it (WAIT on the same connection, so on the key's own master). A write that no
+   * replica acknowledged in time is answered anyway (Postgres holds it) and written again in the
+   * background until one does or retryMs passes, so a failover in that window still ends with the key on
+   * the promoted replica. A write that failed is answered 503, its slot's sentinel is dropped so the slot
+   * is refilled from Postgres, and it is written again in the background too.
+   */
+  private async writeRedis(key: string, write: Write): Promise<void> {
+    let acked: number;
+    try {
+      acked = await this.writeOnce(write);
+    } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'revocation written to postgres but not redis; forcing refill');
-      this.dirty = true;
-      await this.redis.del(SENTINEL).then(() => { this.dirty = false; }, () => {});
+      this.dirty.add(this.sentinels.of(key));
+      void this.forgetDirty().catch(() => {});
+      this.retry(key, write);
       throw new RevocationUnavailable(err);
+    }
+    if (acked < this.replication.acks) {
+      this.log.warn({ acked, wanted: this.replication.acks }, 'revocation not acknowledged by a replica in time; writing it again until one has it');
+      this.retry(key, write);
+    }
+  }
+
+  /** One write (with its WAIT): the number of replicas that acknowledged it. */
+  private async writeOnce(write: Write): Promise<number> {
+    const p = this.redis.pipeline();
+    write(p);
+    const { acks, waitMs } = this.replication;
+    if (acks > 0) p.wait(acks, waitMs);
+    const res = (await p.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    return acks > 0 ? Number(res[res.length - 1]![1]) : 0;
+  }
+
+  /** Writes a key again every 500 ms until a replica acknowledges it (or the window closes: then its slot refills). */
+  private retry(key: string, write: Write): void {
+    const running = this.retrying.has(key);
+    this.retrying.set(key, write);
+    if (running) return;
+    const until = Date.now() + this.replication.retryMs;
+    const step = async () => {
+      const latest = this.retrying.get(key)!;
+      try {
+        if ((await this.writeOnce(latest)) >= this.replication.acks) { this.retrying.delete(key); return; }
+      } catch { /* not written: try again */ }
+      if (Date.now() >= until) {
+        this.retrying.delete(key);
+        this.dirty.add(this.sentinels.of(key));
+        void this.forgetDirty().catch(() => {});
+        return;
+      }
+      setTimeout(() => void step(), 500).unref();
+    };
+    setTimeout(() => void step(), 500).unref();
+  }
+
+  /** Drops the sentinels of slots that missed a write, so the next check refills them from Postgres. */
+  private async forgetDirty(): Promise<void> {
+    for (const s of [...this.dirty]) {
+      await this.redis.del(s);
+      this.dirty.delete(s);
     }
   }
 }
+
+/** Sets a mark to the greater of its value and ARGV[1], with TTL ARGV[2] ms. */
+const RAISE_MARK = `local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+local n = tonumber(ARGV[1])
+if n > v then v = n end
+redis.call('SET', KEYS[1], tostring(v), 'PX', ARGV[2])
+return 1`;
