@@ -52,6 +52,11 @@ export class RevocationUnavailable extends ServiceUnavailable {
   constructor(cause?: unknown) { super('Revocation state cannot be read; no token is accepted until it can.', 1, cause); }
 }
 
+/** A revocation is stored (Postgres, its Redis master) but no replica acknowledged it in time: not acknowledged, repeat it. */
+export class RevocationNotReplicated extends ServiceUnavailable {
+  constructor() { super('The revocation is stored but not yet replicated; repeat the request.', 1); }
+}
+
 const NO_ANCESTORS: readonly Ancestor[] = [];
 const REFILL_LOCK = redisKeys.revocationRefillLock;
 
@@ -282,11 +287,12 @@ export class RevocationStore {
 
   /**
    * Writes a revocation key (Postgres already holds it) and, when replicas are asked for, waits until
-   * that many acknowledge it (WAIT on the same connection, so on the key's own master). A write that no
-   * replica acknowledged in time is answered anyway (Postgres holds it) and written again in the
-   * background until one does or retryMs passes, so a failover in that window still ends with the key on
-   * the promoted replica. A write that failed is answered 503, its slot's sentinel is dropped so the slot
-   * is refilled from Postgres, and it is written again in the background too.
+   * that many acknowledge it (WAIT on the same connection, so on the key's own master): an acknowledged
+   * revocation survives a failover of that master. One no replica acknowledged in time (a lagging or
+   * partitioned replica, or a master left without one) is answered 503, never acknowledged, and written
+   * again in the background until a replica has it or retryMs passes, so a failover in that window
+   * still ends with the key on the promoted replica soon after. A write that failed is answered 503
+   * too, its slot's sentinel is dropped so the slot is refilled from Postgres, and it is retried.
    */
   private async writeRedis(key: string, write: Write): Promise<void> {
     let acked: number;
@@ -300,8 +306,10 @@ export class RevocationStore {
       throw new RevocationUnavailable(err);
     }
     if (acked < this.replication.acks) {
-      this.log.warn({ acked, wanted: this.replication.acks }, 'revocation not acknowledged by a replica in time; writing it again until one has it');
+      // Acknowledging it now would let a failover of this master lose it (the replica promoted without it).
+      this.log.warn({ acked, wanted: this.replication.acks }, 'revocation not acknowledged by a replica in time; answering 503 and writing it again until one has it');
       this.retry(key, write);
+      throw new RevocationNotReplicated();
     }
   }
 
