@@ -31,7 +31,8 @@ proc.stdout!.on('data', (d) => { stdout += d; });
 proc.stderr!.on('data', () => {});
 t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
 // The cluster's processes start; on a loaded CI machine that took over 30 s once.
-await waitFor(() => stdout.includes('svc listening'), 60_000, 50);
+// A start that never finishes must not outlive the test (the supervisor drains its workers on SIGTERM).
+await waitFor(() => stdout.includes('svc listening'), 60_000, 50).catch((err: unknown) => { proc.kill('SIGTERM'); throw err; });
 
 /** One request on a new connection (no keep-alive), so either HTTP process may take it. */
 function fresh(method: string, p: string, headers: Record<string, string>, body?: string, o: { from?: string } = {}): Promise<{ status: number; body: any }> {
