@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { clusterUrl, parseRedisTarget } from './store/redis-url.js';
+import { parseTrustedProxies } from './http/client-address.js';
 
 /** The one validated, frozen configuration, read from the environment once at start and passed down. */
 export interface Config {
@@ -62,6 +63,11 @@ export interface Config {
   readonly lookupReindexLeaseMs: number;
   readonly lookupRotationGraceSeconds: number;
   readonly queueWorkers: boolean;
+  /**
+   * Reverse proxies (canonical `address/prefix` ranges, TRUSTED_PROXIES, default none) whose
+   * X-Forwarded-For names the client address that every per-address budget counts (src/http/client-address.ts).
+   */
+  readonly trustedProxies: readonly string[];
   /** One-time codes one client address may request per minute (raise it for load tests from one host). */
   readonly loginIpLimitPerMinute: number;
   /** WebAuthn relying party id (WEBAUTHN_RP_ID, default the issuer's host name) and accepted origins (WEBAUTHN_ORIGINS, comma-separated, default the issuer's origin). */
@@ -175,6 +181,8 @@ export function loadConfig(env: Env = process.env): Config {
     const key = `PII_DATABASE_URL_${name.toUpperCase()}`;
     return Object.freeze({ name, databaseUrl: env[key] ? url(key, '', ['postgres:', 'postgresql:']) : undefined });
   }));
+  const trusted = parseTrustedProxies(str('TRUSTED_PROXIES', ''));
+  problems.push(...trusted.problems);
   const config: Config = {
     env: nodeEnv as Config['env'],
     host,
@@ -224,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
     lookupReindexLeaseMs: int('LOOKUP_REINDEX_LEASE_MS', 30_000, 500, 3_600_000),
     lookupRotationGraceSeconds: int('LOOKUP_ROTATION_GRACE_SECONDS', 7 * 86_400, 0, 365 * 86_400),
     queueWorkers: bool('QUEUE_WORKERS', true),
+    trustedProxies: Object.freeze(trusted.ranges),
     loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
     logArchiveDir: str('LOG_ARCHIVE_DIR', '.data/log-archive'),
     logSecretsDir: str('LOG_SECRETS_DIR', '.data/log-secrets'),

@@ -17,6 +17,7 @@ import { ReadReplica } from './store/replica.js';
 import { createSql } from './store/sql.js';
 import { configureFieldSealing } from './pii/fields.js';
 import { followLookupKeys } from './lookup-keys/wiring.js';
+import { TrustedProxies } from './http/client-address.js';
 
 export interface RunningHttp {
   port: number;
@@ -80,7 +81,8 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     const router = buildRouter(deps);
     server = new HttpServer(router, {
       host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,
-      maxInflight: config.maxInflight, debugErrors: config.env === 'development', checkResponses: config.env === 'test', log,
+      maxInflight: config.maxInflight, debugErrors: config.env === 'development', checkResponses: config.env === 'test',
+      trustedProxies: new TrustedProxies(config.trustedProxies), log,
     });
     await lifecycle.start();
   } catch (err) {

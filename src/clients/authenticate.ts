@@ -5,10 +5,16 @@ import type { Redis } from 'ioredis';
 import { decodeJwt, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import type { SigningAlg } from '../tokens/keys.js';
 import { redisKeys } from '../store/redis-keys.js';
-import { recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
+import { refuseWhenSpent } from '../store/rate-limit.js';
+import type { Sql } from '../store/sql.js';
+import type { Logger } from '../log.js';
+import type { Deps } from '../deps.js';
 import { secretMatches } from '../tokens/secrets.js';
 import type { ClientCache } from './cache.js';
 import type { Client } from './model.js';
+import { CLIENT_SECRET_FAILURES, failureBudgetKey, recordSecretFailure } from './secret-failures.js';
+
+export { CLIENT_SECRET_FAILURES, failureBudgetKey } from './secret-failures.js';
 
 export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const ASSERTION_ALGS = new Set<SigningAlg>(['ES256', 'PS256', 'RS256']);
@@ -19,10 +25,18 @@ const ASSERTION_CLOCK_TOLERANCE = 5;
 export interface ClientAuthContext {
   clients: ClientCache;
   redis: Redis;
+  /** For the outbox (a `security.alert` when a client's secret fails from many addresses). */
+  sql: Sql;
+  log?: Logger;
   secretKey: Buffer;
   issuer: string;
   /** Where the assertion was sent (its aud may name the endpoint or the issuer). */
   endpoint: string;
+}
+
+/** The context of one endpoint's client authentication (built once per route). */
+export function clientAuthContext(deps: Deps, endpoint: string): ClientAuthContext {
+  return { clients: deps.tokens.clients, redis: deps.redis, sql: deps.sql, log: deps.log, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint };
 }
 
 const invalid = (why = 'Client authentication failed.') => new OAuthError('invalid_client', why);
@@ -47,11 +61,11 @@ export async function authenticateClient(ctx: ClientAuthContext, req: HttpReques
   if (auth?.startsWith('Basic ')) {
     const basic = basicOf(req, auth);
     if (!basic) throw invalid();
-    return checkSecret(ctx, basic.id, basic.secret, failures);
+    return checkSecret(ctx, req, basic.id, basic.secret, failures);
   }
   if (postSecret !== undefined) {
     if (typeof form.client_id !== 'string' || typeof postSecret !== 'string') throw invalid();
-    return checkSecret(ctx, form.client_id, postSecret, failures);
+    return checkSecret(ctx, req, form.client_id, postSecret, failures);
   }
   if (form.client_assertion_type !== JWT_BEARER_ASSERTION || typeof assertion !== 'string') throw invalid('Unsupported client assertion type.');
   return checkAssertion(ctx, assertion, typeof form.client_id === 'string' ? form.client_id : undefined);
@@ -79,7 +93,8 @@ function basicOf(req: HttpRequest, auth: string): ReturnType<typeof basicCredent
 /**
  * The client id a secret-authenticated request claims, before anything is checked: for work that may
  * start early but whose result is used only once authenticateClient has confirmed this very id. The
- * failure budget read in that work (`failures`) is this same id's, as checkSecret parses the same header.
+ * failure budget read in that work (`failures`) is this same id's (and the request's client address's,
+ * failureBudgetKey(id, req.ip)), as checkSecret parses the same header.
  */
 export function claimedClientId(req: HttpRequest, form: Record<string, string | string[]>): string | undefined {
   const auth = req.headers.authorization;
@@ -98,15 +113,12 @@ function matchesVerified(client: Client, secret: string): boolean {
   return known !== undefined && timingSafeEqual(known, digestOf(secret));
 }
 
-/** Wrong secrets allowed per client id in 10 minutes (every process, Redis); past it the client's secret is not checked until the window ends. */
-export const CLIENT_SECRET_FAILURES = { limit: 20, windowMs: 600_000 };
-
-/** The Redis key of a client id's failure budget (read alongside a request's other keys: see read-ahead). */
-export const failureBudgetKey = (clientId: string): string => redisKeys.clientAuthFail(clientId.slice(0, 200));
-
-async function checkSecret(ctx: ClientAuthContext, id: string, secret: string, failures?: Promise<string | null | undefined>): Promise<Client> {
-  const budget = [{ key: failureBudgetKey(id), ...CLIENT_SECRET_FAILURES }];
-  await refuseWhenSpent(ctx.redis, budget, 'Too many failed authentications for this client. Try again later.', failures);
+// Wrong secrets are budgeted per client id and client address (src/clients/secret-failures.ts): an
+// address past its budget is refused before the secret is looked at; other addresses are not affected.
+async function checkSecret(ctx: ClientAuthContext, req: HttpRequest, id: string, secret: string, failures?: Promise<string | null | undefined>): Promise<Client> {
+  const address = req.ip;
+  const budget = [{ key: failureBudgetKey(id, address), ...CLIENT_SECRET_FAILURES }];
+  await refuseWhenSpent(ctx.redis, budget, 'Too many failed authentications for this client from this address. Try again later.', failures);
   const client = await ctx.clients.get(id);
   // Compare even for unknown clients so timing does not reveal which client ids exist.
   let ok = client !== null && matchesVerified(client, secret);
@@ -114,7 +126,7 @@ async function checkSecret(ctx: ClientAuthContext, id: string, secret: string, f
     ok = secretMatches(ctx.secretKey, secret, client?.secretHash ?? null);
     if (ok) verified.set(client!, digestOf(secret));
   }
-  if (!client || !ok) { await recordFailure(ctx.redis, budget); throw invalid(); }
+  if (!client || !ok) { await recordSecretFailure(ctx, id, address, client); throw invalid(); }
   // A client registered for Basic may also post its secret, and vice versa (both are secret-based).
   if (client.authMethod !== 'client_secret_basic' && client.authMethod !== 'client_secret_post') throw invalid();
   if (client.status !== 'active') throw new Forbidden('client_disabled', 'The client is disabled.');

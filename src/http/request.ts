@@ -1,6 +1,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { InvalidJson, InvalidRequest } from '../errors.js';
 import { checkInput } from './input-bounds.js';
+import { canonicalAddress, clientAddress, type TrustedProxies } from './client-address.js';
 
 const textDecoder = new TextDecoder();
 
@@ -27,14 +28,20 @@ export class HttpRequest {
     readonly headers: Record<string, string>,
     readonly requestId: string,
     private readonly res: HttpResponse,
+    private readonly trustedProxies?: TrustedProxies,
   ) {}
 
   header(name: string): string | undefined { return this.headers[name]; }
 
-  /** Client address as text; read lazily because most requests never need it. */
+  /**
+   * The client's address (src/http/client-address.ts: the socket peer, or what trusted proxies forwarded),
+   * canonical; '' when the connection is gone. Read lazily because most requests never need it.
+   */
   get ip(): string {
     if (this._ip === undefined) {
-      try { this._ip = textDecoder.decode(this.res.getRemoteAddressAsText()); } catch { this._ip = ''; }
+      let socket = '';
+      try { socket = socketAddress(textDecoder.decode(this.res.getRemoteAddressAsText())); } catch { /* aborted */ }
+      this._ip = clientAddress(socket, this.headers['x-forwarded-for'], this.trustedProxies);
     }
     return this._ip;
   }
@@ -65,6 +72,15 @@ export class HttpRequest {
     for (const [k, v] of params) checkInput({ [k]: v });
     return params;
   }
+}
+
+// uWS writes IPv6 peers uncompressed (and IPv4 ones mapped, on a dual-stack socket); a keep-alive
+// connection asks for the same text again and again, so the last conversion is kept.
+let lastSocketText = '';
+let lastSocket = '';
+function socketAddress(text: string): string {
+  if (text !== lastSocketText) { lastSocket = canonicalAddress(text) ?? text; lastSocketText = text; }
+  return lastSocket;
 }
 
 const EMPTY = Buffer.alloc(0);

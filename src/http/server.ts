@@ -6,6 +6,7 @@ import { AppError, InvalidRequest, MethodNotAllowed, NotFound, Overloaded, Paylo
 import type { Logger } from '../log.js';
 import { httpDuration, httpRequests, inflightGauge, shedCounter } from '../metrics.js';
 import { HttpRequest } from './request.js';
+import type { TrustedProxies } from './client-address.js';
 import type { Router } from './router.js';
 import type { Reply, Route } from './types.js';
 import { responseValidators } from '../generated/index.js';
@@ -33,6 +34,8 @@ export interface ServerOptions {
    * becomes a 500 that names it (NODE_ENV=test: the suite fails on a reply that drifts from its schema).
    */
   checkResponses?: boolean;
+  /** Peers whose X-Forwarded-For names the client (TRUSTED_PROXIES; src/http/client-address.ts). */
+  trustedProxies?: TrustedProxies;
   log: Logger;
 }
 
@@ -106,10 +109,11 @@ export class HttpServer {
     const path = uReq.getUrl();
     const query = uReq.getQuery() ?? '';
     const headers: Record<string, string> = {};
-    uReq.forEach((k, v) => { headers[k] = v; });
+    // Repeated header lines are one comma list (RFC 9110 5.3); X-Forwarded-For's order matters (client-address.ts).
+    uReq.forEach((k, v) => { headers[k] = k === 'x-forwarded-for' && headers[k] !== undefined ? `${headers[k]}, ${v}` : v; });
     const incomingId = headers['x-request-id'];
     const requestId = incomingId !== undefined && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
-    const req = new HttpRequest(method, path, query, headers, requestId, res);
+    const req = new HttpRequest(method, path, query, headers, requestId, res, this.opts.trustedProxies);
     // An abort while the body is still arriving means no handler will ever run to release the slot.
     let readingBody = false;
     res.onAborted(() => {

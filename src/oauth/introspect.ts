@@ -1,6 +1,6 @@
 import { sha256b64url } from '../tokens/secrets.js';
 import type { Client } from '../clients/model.js';
-import { authenticateClient, claimedClientId, failureBudgetKey } from '../clients/authenticate.js';
+import { authenticateClient, claimedClientId, clientAuthContext, failureBudgetKey } from '../clients/authenticate.js';
 import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
 import type { Route } from '../http/types.js';
@@ -25,6 +25,7 @@ const unexpired = (claims: JwtPayload) => Number(claims.exp) * 1000 > Date.now()
 export function introspectRoutes(deps: Deps): Route[] {
   const endpoint = `${deps.config.issuer}/introspect`;
   const { tokens, redis } = deps;
+  const authCtx = clientAuthContext(deps, endpoint);
   const reply = (body: string) => ({ headers: NO_STORE, type: 'application/json', body });
 
   const cacheKeyOf = (clientId: string, token: string) => redisKeys.introspection(clientId, sha256b64url(token));
@@ -92,8 +93,8 @@ export function introspectRoutes(deps: Deps): Route[] {
       // The token's read goes out with client authentication's; its answer is used only for the client it was read for.
       const claimed = refresh ? undefined : claimedClientId(req, form);
       const ahead = claimed === undefined ? undefined
-        : readAhead(tokens.revocations, token, { worth: unexpired, extraKey: cacheKeyOf(claimed, token), failuresKey: failureBudgetKey(claimed) });
-      const rs = await authenticateClient({ clients: tokens.clients, redis, secretKey: tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form, ahead?.failures);
+        : readAhead(tokens.revocations, token, { worth: unexpired, extraKey: cacheKeyOf(claimed, token), failuresKey: failureBudgetKey(claimed, req.ip) });
+      const rs = await authenticateClient(authCtx, req, form, ahead?.failures);
       if (!rs.canIntrospect) throw new OAuthError('unauthorized_client', 'The client may not introspect tokens.', 403);
       const answer = refresh ? await introspectRefresh(rs, token) : await introspectJwt(rs, token, rs.clientId === claimed ? ahead : undefined);
       deps.logs?.tokenDecision(rs.tenantId, { decision: 'introspect', client_id: rs.clientId, active: answer !== INACTIVE, token_kind: refreshFirst ? 'refresh_token' : 'access_token' });

@@ -1,4 +1,4 @@
-import { authenticateClient } from '../clients/authenticate.js';
+import { authenticateClient, clientAuthContext } from '../clients/authenticate.js';
 import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
 import type { Route } from '../http/types.js';
@@ -11,14 +11,14 @@ import { NO_STORE, type Form } from './params.js';
  * expired token is answered 200 as the RFC requires. A refresh token takes its whole family with it.
  */
 export function revokeRoutes(deps: Deps): Route[] {
-  const endpoint = `${deps.config.issuer}/revoke`;
+  const authCtx = clientAuthContext(deps, `${deps.config.issuer}/revoke`);
   const { tokens } = deps;
   return [{
     method: 'POST', path: '/revoke', iface: 'oauth', body: 'form', bodySchema: 'form.introspect',
     doc: { summary: 'Token revocation (RFC 7009) for access and refresh tokens', tags: ['oauth'], security: 'basic', errors: [400, 401, 503] },
     handler: async (req) => {
       const form = req.data as Form;
-      const client = await authenticateClient({ clients: tokens.clients, redis: deps.redis, secretKey: tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, form);
+      const client = await authenticateClient(authCtx, req, form);
       const token = form.token as string;
       if (looksLikeRefreshToken(token)) {
         const r = await findRefreshToken(deps.sql, client.tenantId, token);

@@ -4,7 +4,7 @@ import { OAuthError, Overloaded } from '../errors.js';
 import type { FormToken } from '../generated/types.js';
 import { route } from '../http/route.js';
 import type { Route } from '../http/types.js';
-import { authenticateClient, claimedClientId, failureBudgetKey } from '../clients/authenticate.js';
+import { authenticateClient, claimedClientId, clientAuthContext, failureBudgetKey } from '../clients/authenticate.js';
 import { CLIENT_AUTH_PARAMS, type Grant } from './grants/grant.js';
 import { grants } from './grants/index.js';
 import { NO_STORE, type Form } from './params.js';
@@ -26,7 +26,7 @@ export function grantInput(grant: Pick<Grant, 'params'>, form: FormToken): Form 
 
 /** POST /token: authenticate the client, look the grant up by type, check the client may use it, run it. */
 export function tokenRoutes(deps: Deps): Route[] {
-  const endpoint = `${deps.config.issuer}/token`;
+  const authCtx = clientAuthContext(deps, `${deps.config.issuer}/token`);
   return [route({
     method: 'POST', path: '/token', iface: 'oauth', body: 'form', bodySchema: 'form.token',
     doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
@@ -39,8 +39,8 @@ export function tokenRoutes(deps: Deps): Route[] {
       try {
         const auth = pick(body, CLIENT_AUTH_PARAMS);
         const claimed = grant?.readAhead ? claimedClientId(req, auth) : undefined;
-        const ahead = grant?.readAhead?.(deps, grantInput(grant, body), claimed === undefined ? undefined : failureBudgetKey(claimed));
-        const client = await authenticateClient({ clients: deps.tokens.clients, redis: deps.redis, secretKey: deps.tokens.secretKey, issuer: deps.config.issuer, endpoint }, req, auth, ahead?.[0]?.failures);
+        const ahead = grant?.readAhead?.(deps, grantInput(grant, body), claimed === undefined ? undefined : failureBudgetKey(claimed, req.ip));
+        const client = await authenticateClient(authCtx, req, auth, ahead?.[0]?.failures);
         if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
         if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
         // No new tokens for a suspended (or deleting) tenant: a resource server that verifies JWTs itself

@@ -62,8 +62,15 @@ export const redisKeys = {
   /** Failed code verifications per address / per client IP (failure budget, src/store/rate-limit.ts). No tag needed. */
   otpFailAddress: (emailHash: string) => `bf:otp:addr:${emailHash}`,
   otpFailIp: (ip: string) => `bf:otp:ip:${ip}`,
-  /** Failed client secret checks per client id (failure budget). No tag needed. */
-  clientAuthFail: (clientId: string) => `bf:client:${clientId}`,
+  /**
+   * Failed client secret checks per client id and client address (failure budget, src/clients/secret-failures.ts),
+   * the client's failing addresses (a HyperLogLog) and the mark of the window's `security.alert`. Tag
+   * `{<client id>}` (braces in the id escaped) on all three: one script counts a failure in all of them.
+   * The budget is also read in the revocation check's MGET, which is split per slot anyway.
+   */
+  clientAuthFail: (clientId: string, address: string) => `bf:client:{${clientId}}:${address}`,
+  clientAuthFailSources: (clientId: string) => `bf:client-src:{${clientId}}`,
+  clientAuthFailAlerted: (clientId: string) => `bf:client-alert:{${clientId}}`,
   /** Unknown or invalid check API keys per client IP (failure budget). No tag needed. */
   checkKeyFailIp: (ip: string) => `bf:ck:ip:${ip}`,
   /** A pending authorization request while the user signs in. Used alone; no tag needed. */

@@ -13,9 +13,10 @@ const CHECK_KEY_FAILURES = 30;
 import { setupTenant } from '../helpers/tokens.js';
 
 // Issue 21 item 23: guessing one-time codes, client secrets and check API keys is budgeted per code,
-// address, client and IP in Redis, so the budget holds across both HTTP processes. The requests go to
-// a real `svc start` with two HTTP processes (SO_REUSEPORT), each on a fresh connection, so the kernel
-// spreads them over both: with per-process counters the refusal would not come at budget + 1.
+// address, client and IP in Redis (client secrets per client and IP since issue 29), so the budget
+// holds across both HTTP processes. The requests go to a real `svc start` with two HTTP processes
+// (SO_REUSEPORT), each on a fresh connection, so the kernel spreads them over both: with per-process
+// counters the refusal would not come at budget + 1.
 const srv = await startTestServer();
 t.teardown(() => srv.close());
 const b = await setupTenant(srv, 'brute');
@@ -30,12 +31,13 @@ proc.stdout!.on('data', (d) => { stdout += d; });
 proc.stderr!.on('data', () => {});
 t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
 // The cluster's processes start; on a loaded CI machine that took over 30 s once.
-await waitFor(() => stdout.includes('svc listening'), 60_000, 50);
+// A start that never finishes must not outlive the test (the supervisor drains its workers on SIGTERM).
+await waitFor(() => stdout.includes('svc listening'), 60_000, 50).catch((err: unknown) => { proc.kill('SIGTERM'); throw err; });
 
 /** One request on a new connection (no keep-alive), so either HTTP process may take it. */
-function fresh(method: string, p: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: any }> {
+function fresh(method: string, p: string, headers: Record<string, string>, body?: string, o: { from?: string } = {}): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: p, agent: false, headers: { ...headers, ...(body ? { 'content-length': String(Buffer.byteLength(body)) } : {}) } }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, localAddress: o.from, method, path: p, agent: false, headers: { ...headers, ...(body ? { 'content-length': String(Buffer.byteLength(body)) } : {}) } }, (res) => {
       let text = '';
       res.on('data', (d) => { text += d; });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
@@ -70,32 +72,39 @@ t.test('one-time codes: failures per IP are budgeted across addresses and proces
   t.equal(tries, LOGIN.verifyFailuresPerIp - LOGIN.verifyFailuresPerAddress, 'exactly at the IP budget (counted across both processes)');
 });
 
-t.test('client secrets: wrong secrets lock the client out for the window, even with the right one', async (t) => {
+t.test('client secrets: wrong secrets lock out the address they come from, not the client', async (t) => {
+  // TRUSTED_PROXIES is unset here: X-Forwarded-For is ignored, so the attacker's spoofed addresses
+  // below are charged to its socket address (127.0.0.2), whatever they say.
   const c = b.clients.exchanger;
   const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  const attacker = { from: '127.0.0.2' };
   const ok = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, 'grant_type=client_credentials');
   t.equal(ok.status, 200, 'the right secret works before');
   for (let i = 0; i < CLIENT_SECRET_FAILURES.limit; i++) {
-    const r = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, `wrong-${i}`) }, 'grant_type=client_credentials');
+    const r = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, `wrong-${i}`), 'x-forwarded-for': `192.0.2.${i + 1}` }, 'grant_type=client_credentials', attacker);
     t.equal(r.status, 401, `wrong secret ${i + 1}`);
   }
-  const locked = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, 'grant_type=client_credentials');
-  t.equal(locked.status, 429, 'locked out: even the right secret is not checked');
+  const locked = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret), 'x-forwarded-for': '192.0.2.200' }, 'grant_type=client_credentials', attacker);
+  t.equal(locked.status, 429, "the attacker's address is locked out, even with the right secret and a new X-Forwarded-For");
   t.equal(locked.body.error, 'rate_limit_exceeded');
   // Token exchange and introspection read the budget in the same command as the presented token's
   // revocation state (src/tokens/read-ahead.ts): the lockout must hold there too, before the token counts.
   const subject = encodeURIComponent(ok.body.access_token as string);
-  const exchanged = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) },
-    `grant_type=${encodeURIComponent('urn:ietf:params:oauth:grant-type:token-exchange')}&subject_token=${subject}&subject_token_type=${encodeURIComponent('urn:ietf:params:oauth:token-type:access_token')}`);
-  t.equal(exchanged.status, 429, 'locked out of token exchange with a valid subject token');
+  const exchange = `grant_type=${encodeURIComponent('urn:ietf:params:oauth:grant-type:token-exchange')}&subject_token=${subject}&subject_token_type=${encodeURIComponent('urn:ietf:params:oauth:token-type:access_token')}`;
+  const exchangedByAttacker = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, exchange, attacker);
+  t.equal(exchangedByAttacker.status, 429, "the attacker's address is locked out of token exchange with a valid subject token");
+  const cc = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, 'grant_type=client_credentials');
+  t.equal(cc.status, 200, 'the client itself, from its own address, is not locked out');
+  const exchanged = await fresh('POST', '/token', { ...form, authorization: basic(c.client_id, c.client_secret) }, exchange);
+  t.equal(exchanged.status, 200, 'nor out of token exchange');
   const rs = b.clients.resource_server;
-  const other = await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, rs.client_secret) }, `token=${subject}`);
-  t.equal(other.status, 200, 'another client is unaffected');
-  t.equal(other.body.active, true);
-  for (let i = 0; i < CLIENT_SECRET_FAILURES.limit; i++) await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, `wrong-${i}`) }, `token=${subject}`);
-  const rsLocked = await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, rs.client_secret) }, `token=${subject}`);
-  t.equal(rsLocked.status, 429, 'a locked-out resource server gets 429 for a cached, active token');
+  for (let i = 0; i < CLIENT_SECRET_FAILURES.limit; i++) await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, `wrong-${i}`) }, `token=${subject}`, { from: '127.0.0.3' });
+  const rsLocked = await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, rs.client_secret) }, `token=${subject}`, { from: '127.0.0.3' });
+  t.equal(rsLocked.status, 429, "the attacker's address gets 429 for a cached, active token");
   t.ok(Number(rsLocked.body.retry_after) > 0, 'with the time left in the window');
+  const served = await fresh('POST', '/introspect', { ...form, authorization: basic(rs.client_id, rs.client_secret) }, `token=${subject}`);
+  t.equal(served.status, 200, 'the resource server keeps introspecting from its own address');
+  t.equal(served.body.active, true);
 });
 
 t.test('check API keys: invalid keys per IP are budgeted across processes', async (t) => {
