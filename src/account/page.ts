@@ -78,11 +78,6 @@ export function accountPage(a: { email: string; csrf: string; passkeys: PasskeyR
     { status: a.status, cookies: a.cookies, scripts: [PASSKEY_SCRIPT] });
 }
 
-/** /account signed out when there is no tenant to sign in to (unknown or suspended): why, and the other way in. */
-export function signedOutOfAccountPage(status: number, why: string): Reply {
-  return page('Your account', `<p role="alert">${esc(why)}</p><p>Sign in through an application that uses this server, then return to this page.</p>`, { status });
-}
-
 /** After sign-out from the account page: a way back in. */
 export function signedOutPage(cookies: string[]): Reply {
   return page('Signed out', '<p>You are signed out.</p><p><a href="/account">Sign in again</a></p>', { cookies });

@@ -65,7 +65,7 @@ export function accountRoutes(deps: Deps): Route[] {
     ...passkeyLoginRoutes(deps),
     {
       method: 'GET', path: '/account', iface: 'public', html: true,
-      doc: { summary: 'The account page: email, passkeys, applications with access, recent activity; signed out, a redirect to sign in (?tenant= names the tenant) and back', tags: ['account'], security: 'session', responses: { 200: null, 303: null } },
+      doc: { summary: 'The account page: email, passkeys, applications with access, recent activity; signed out, a redirect to sign in (?tenant= names the tenant) and back', tags: ['account'], security: 'session', responses: { 200: null, 303: null }, errors: [403, 404] },
       handler: async (req) => {
         const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
         if (!session) return accountSignIn(deps, req);

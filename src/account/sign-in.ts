@@ -1,10 +1,10 @@
 import { DEFAULT_TENANT_ID } from '../bootstrap.js';
 import type { Deps } from '../deps.js';
+import { Forbidden, NotFound } from '../errors.js';
 import { serializeCookie, type HttpRequest } from '../http/request.js';
 import type { Reply } from '../http/types.js';
 import { saveReturnInteraction } from '../login/interaction.js';
 import { REFUSED_STATUSES } from '../store/tenants.js';
-import { signedOutOfAccountPage } from './page.js';
 import { ACCOUNT_CLIENT, ACCOUNT_CLIENT_NAME } from './session.js';
 
 /** Remembers which tenant's account page this browser used, so a visit after the session ended signs in to the same tenant. */
@@ -25,10 +25,12 @@ export function rememberTenant(req: HttpRequest, tenantId: string, secure: boole
  */
 export async function accountSignIn(deps: Deps, req: HttpRequest): Promise<Reply> {
   const tenantId = req.searchParams().get('tenant') || req.cookies()[ACCOUNT_TENANT_COOKIE] || DEFAULT_TENANT_ID;
-  if (!TENANT_ID.test(tenantId)) return signedOutOfAccountPage(404, 'This organization is not known to this server.');
+  // Thrown: the error page to a browser, the spec's error body to an API client.
+  const unknown = () => new NotFound('not_found', 'This organization is not known to this server. Sign in through an application that uses it, then return to this page.');
+  if (!TENANT_ID.test(tenantId)) throw unknown();
   const { status } = await deps.tokens.tenantSettings.get(tenantId);
-  if (status === null) return signedOutOfAccountPage(404, 'This organization is not known to this server.');
-  if (REFUSED_STATUSES.has(status) || await deps.tokens.revocations.tenantRefused(tenantId)) return signedOutOfAccountPage(403, 'Sign-in is unavailable: this organization is suspended.');
+  if (status === null) throw unknown();
+  if (REFUSED_STATUSES.has(status) || await deps.tokens.revocations.tenantRefused(tenantId)) throw new Forbidden('forbidden', 'Sign-in is unavailable: this organization is suspended.');
   const it = await saveReturnInteraction(deps.redis, { tenantId, clientId: ACCOUNT_CLIENT, issuer: deps.config.issuer, returnTo: { path: '/account', name: ACCOUNT_CLIENT_NAME } });
   return { status: 303, headers: { Location: `/authorize/resume?interaction=${encodeURIComponent(it.id)}`, 'Cache-Control': 'no-store' } };
 }
