@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { localIssuer } from './local-issuer.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = path.join(root, '.data');
@@ -148,6 +149,9 @@ async function start() {
   const queueRedis = process.env.QUEUE_REDIS_URL ?? (process.env.REDIS_URL ? storage.REDIS_URL : await startPrivateRedis('queue-redis', 63791, true));
   // `svc start` alone defaults to production; this local runner asks for development explicitly and says so.
   const env = { ...process.env, ...storage, QUEUE_REDIS_URL: queueRedis, NODE_ENV: process.env.NODE_ENV || 'development' };
+  const issuer = localIssuer(process.env);
+  if (issuer) env.ISSUER = issuer;
+  if (issuer && !process.env.ISSUER) say(`ISSUER=${issuer} (set by npm start: passkeys need a host name, not an IP address; the server listens on ${process.env.HOST ?? '127.0.0.1'})`);
   say(env.NODE_ENV === 'development'
     ? 'NODE_ENV=development (set explicitly by npm start): X-Debug error details and the development key are on; never expose this server'
     : `NODE_ENV=${env.NODE_ENV}`);

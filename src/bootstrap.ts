@@ -40,7 +40,10 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
 
   const ensure = async (clientId: string, input: Omit<ClientInput, 'tenantId' | 'clientId'>): Promise<string> => {
     const secret = randomToken(32);
-    if (await new ClientRepository(sql, tenantId).setSecretHash(clientId, hashSecret(secretKey, secret))) {
+    const clients = new ClientRepository(sql, tenantId);
+    if (await clients.setSecretHash(clientId, hashSecret(secretKey, secret))) {
+      // Bootstrapped before under another ISSUER (npm start moved from http://127.0.0.1:8080 to http://localhost:8080): the new address works too.
+      await clients.addAddresses(clientId, { redirectUris: input.redirectUris, postLogoutRedirectUris: input.postLogoutRedirectUris, allowedAudiences: input.allowedAudiences });
       await opts.onClientChanged?.(clientId);
       return secret;
     }

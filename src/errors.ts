@@ -145,6 +145,10 @@ export class ServiceUnavailable extends AppError {
 export class JobError extends AppError {
   constructor(code: 'job_cancelled' | 'import_failed' | 'job_failed' | 'export_failed', description = describe(code)) { super(ERROR_CODES[code].status, code, description); }
 }
+/** An import file over the row limit: 413 with the import's own code (a body over the byte limit is PayloadTooLarge, 413 invalid_request). */
+export class TooManyRows extends AppError {
+  constructor(limit: number) { super(413, 'import_failed', `The file has more than ${limit.toLocaleString('en-US')} rows: split it into files of at most that many.`); }
+}
 /** Load shedding: the same answer as ServiceUnavailable, counted in svc_http_shed_total instead of logged one by one. */
 export class Overloaded extends ServiceUnavailable {
   constructor(description = 'The server is at capacity; retry shortly.') { super(description, 1); }

@@ -7,19 +7,17 @@ import { loginContext } from '../login/context.js';
 import { checkCsrf, csrfFor } from '../login/csrf.js';
 import { generateCode, verifyCode } from '../login/email-code.js';
 import { SESSION_COOKIE } from '../login/options.js';
-import { messagePage } from '../login/pages.js';
 import { failure } from '../login/respond.js';
 import { clearSessionCookie, createSession, destroySession, readSession, sessionCookie, type Session } from '../login/sessions.js';
 import { loginUser } from '../login/users.js';
 import { normalizeEmail } from '../users/email.js';
-import { accountPage, reauthPage, signedOutOfAccountPage } from './page.js';
+import { accountPage, passkeyAddressNotice, reauthPage, signedOutPage } from './page.js';
 import { deletePasskey, renamePasskey } from './passkeys/service.js';
 import { passkeyLoginRoutes } from './passkeys/login.js';
 import { passkeyApiRoutes } from './passkeys/routes.js';
 import { revokeConsent } from './revoke-consent.js';
-
-// The re-authentication code is requested for the account page itself, not for an application.
-const ACCOUNT_CLIENT = 'account';
+import { ACCOUNT_CLIENT, ACCOUNT_CLIENT_NAME } from './session.js';
+import { accountSignIn, rememberTenant } from './sign-in.js';
 const NOTICE = /^(added|renamed|deleted|revoked|reauth)$/;
 
 /**
@@ -29,6 +27,9 @@ const NOTICE = /^(added|renamed|deleted|revoked|reauth)$/;
 export function accountRoutes(deps: Deps): Route[] {
   const ctx = loginContext(deps);
   const back = (notice: string): Reply => ({ status: 303, headers: { Location: `/account?done=${notice}`, 'Cache-Control': 'no-store' } });
+  // Signed out (or the session ended) on a page under /account: /account sends the person to sign in and back.
+  const toAccount: Reply = { status: 303, headers: { Location: '/account', 'Cache-Control': 'no-store' } };
+  const addressNotice = passkeyAddressNotice(deps.config.issuer);
 
   async function render(req: HttpRequest, session: Session, extra: { notice?: string; error?: string; status?: number } = {}): Promise<Reply> {
     const store = deps.store.forTenant(session.tenantId);
@@ -36,7 +37,8 @@ export function accountRoutes(deps: Deps): Route[] {
       store.passkeys.listForUser(session.userId), store.consents.listForUser(session.userId), store.accountActivity.recentForUser(session.userId, 10),
     ]);
     const csrf = csrfFor(ctx, req);
-    return accountPage({ email: session.email, csrf: csrf.token, passkeys, consents, activity, ...extra, cookies: csrf.cookie ? [csrf.cookie] : undefined });
+    const cookies = [csrf.cookie, rememberTenant(req, session.tenantId, ctx.secureCookies)].filter((c): c is string => c !== undefined);
+    return accountPage({ email: session.email, csrf: csrf.token, passkeys, consents, activity, passkeyNotice: addressNotice, ...extra, cookies: cookies.length ? cookies : undefined });
   }
 
   /** A form post of the signed-in user: CSRF token first, then the action; expected failures shown on the page. */
@@ -46,7 +48,7 @@ export function accountRoutes(deps: Deps): Route[] {
         const data = req.data as Record<string, unknown>;
         checkCsrf(ctx, req, data.csrf_token);
         const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
-        if (!session) return signedOutOfAccountPage();
+        if (!session) return toAccount;
         try { return await fn(req, session, data); } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err;
           if (err.details?.reauthenticate) return { status: 303, headers: { Location: '/account/reauth', 'Cache-Control': 'no-store' } };
@@ -63,10 +65,10 @@ export function accountRoutes(deps: Deps): Route[] {
     ...passkeyLoginRoutes(deps),
     {
       method: 'GET', path: '/account', iface: 'public', html: true,
-      doc: { summary: 'The account page: email, passkeys, applications with access, recent activity', tags: ['account'], security: 'session', responses: { 200: null } },
+      doc: { summary: 'The account page: email, passkeys, applications with access, recent activity; signed out, a redirect to sign in (?tenant= names the tenant) and back', tags: ['account'], security: 'session', responses: { 200: null, 303: null }, errors: [403, 404] },
       handler: async (req) => {
         const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
-        if (!session) return signedOutOfAccountPage();
+        if (!session) return accountSignIn(deps, req);
         const notice = req.searchParams().get('done') ?? undefined;
         return render(req, session, { notice: notice && NOTICE.test(notice) ? notice : undefined });
       },
@@ -80,14 +82,14 @@ export function accountRoutes(deps: Deps): Route[] {
         await destroySession(deps.redis, req.cookies()[SESSION_COOKIE]);
         await deps.sql.begin((tx) => recordEvent(tx, { tenantId: s.tenantId, event: 'auth.logout', data: { user_id: s.userId } }))
           .catch((err) => deps.log.warn({ err: (err as Error).message }, 'logout event not recorded'));
-        return messagePage('Signed out', 'You are signed out.', { cookies: [clearSessionCookie(ctx.secureCookies)] });
+        return signedOutPage([clearSessionCookie(ctx.secureCookies)]);
       }),
     },
     {
       method: 'GET', path: '/account/reauth', iface: 'public', html: true,
       handler: async (req) => {
         const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
-        if (!session) return signedOutOfAccountPage();
+        if (!session) return toAccount;
         const csrf = csrfFor(ctx, req);
         const hasPasskeys = (await deps.store.forTenant(session.tenantId).passkeys.countForUser(session.userId)) > 0;
         return reauthPage({ email: session.email, csrf: csrf.token, sent: false, hasPasskeys, cookies: csrf.cookie ? [csrf.cookie] : undefined });
@@ -96,7 +98,7 @@ export function accountRoutes(deps: Deps): Route[] {
     {
       ...form, method: 'POST', path: '/account/reauth/send',
       handler: formAction(async (req, s) => {
-        await generateCode(ctx, { email: s.email, tenantId: s.tenantId, clientId: ACCOUNT_CLIENT, clientName: 'your account', ip: req.ip });
+        await generateCode(ctx, { email: s.email, tenantId: s.tenantId, clientId: ACCOUNT_CLIENT, clientName: ACCOUNT_CLIENT_NAME, ip: req.ip });
         return reauthPage({ email: s.email, csrf: csrfFor(ctx, req).token, sent: true });
       }),
     },

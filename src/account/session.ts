@@ -4,6 +4,10 @@ import type { HttpRequest } from '../http/request.js';
 import { SESSION_COOKIE } from '../login/options.js';
 import { readSession, type Session } from '../login/sessions.js';
 
+/** What login events record as the client of sign-ins made for the account page itself (it is not an OAuth client), and its name on the login page. */
+export const ACCOUNT_CLIENT = 'account';
+export const ACCOUNT_CLIENT_NAME = 'your account';
+
 /** Seconds within which a sign-in counts as recent enough to add or delete a passkey. */
 export const RECENT_AUTH_SECONDS = 300;
 /** Where a user whose sign-in is too old confirms it is them (the account page's re-authentication). */

@@ -1,10 +1,10 @@
-import { parse } from 'csv-parse/sync';
 import type { Deps } from '../deps.js';
 import { Conflict, JobError, NotFound, ValidationError, type Details } from '../errors.js';
 import { checkMapping } from '../field-mapping/check-mapping.js';
 import type { Mapping } from '../field-mapping/model.js';
 import { checkUserCatalog } from '../field-mapping/user-fields.js';
 import type { Route } from '../http/types.js';
+import { checkImportFile } from '../imports/check-file.js';
 import { UserJobQueue } from '../imports/queue.js';
 import { newId } from '../store/ids.js';
 import type { UserJobRow } from '../store/user-jobs.js';
@@ -35,14 +35,8 @@ function checkJobMapping(m: Mapping): void {
   if (Object.keys(details).length) throw new ValidationError(details);
 }
 
-/** The header must carry every required and every mapped column; only the first line is parsed here. */
-function checkHeader(m: Mapping, csv: string): void {
-  let header: string[] | undefined;
-  try { header = (parse(csv, { to_line: 1, bom: true }) as string[][])[0]; } catch { /* below */ }
-  if (!header?.length) throw new JobError('import_failed', 'The file has no CSV header line.');
-  const missing = [...new Set([...(m.requiredColumns ?? []), ...Object.keys(m.columnToPath)])].filter((c) => !header!.includes(c));
-  if (missing.length) throw new JobError('import_failed', `The header lacks the columns: ${missing.join(', ')}.`);
-}
+/** The columns the file's header must carry: every required and every mapped one. */
+const headerColumns = (m: Mapping): string[] => [...new Set([...(m.requiredColumns ?? []), ...Object.keys(m.columnToPath)])];
 
 /** User import and export jobs (beyond the spec; docs/field-mapping.md). */
 export function userJobRoutes(deps: Deps): Route[] {
@@ -81,17 +75,19 @@ export function userJobRoutes(deps: Deps): Route[] {
   };
   const create = adminRoute(deps, {
     method: 'POST', path: '/api/admin/user-imports', permission: WRITE, tags, body: 'user-jobs.import-request',
-    summary: 'Start a user import from a CSV and a field mapping (at most 100,000 rows; rows are applied in batches by the jobs worker)',
-    response: { 202: 'user-jobs.job' }, errors: [503],
+    summary: 'Start a user import from a CSV and a field mapping (at most 100,000 rows; rows are applied in batches by the jobs worker). The file is checked first: not UTF-8, a malformed header or body 422, over 100,000 rows 413',
+    response: { 202: 'user-jobs.job' }, errors: [413, 422, 503],
     audit: { action: 'user_import.create', resourceType: 'user_import' },
-    handler: async ({ ctx, body, mutate }) => {
+    handler: async ({ ctx, req, body, mutate }) => {
       const mapping = body.mapping as Mapping;
       checkJobMapping(mapping);
-      checkHeader(mapping, body.csv);
+      // The bytes stored are the bytes checked: one copy of the file besides the request's own.
+      const file = Buffer.from(body.csv, 'utf8');
+      const rows = await checkImportFile({ csv: body.csv, file, body: req.body, columns: headerColumns(mapping) });
       const id = newId('imp');
       const job = await mutate(async (_tx, store) => {
-        const j = await store.userJobs.insert(id, 'import', mapping, ctx.actor.id, Buffer.from(body.csv, 'utf8'));
-        return { result: j, resourceId: id, after: jobView(j), metadata: { bytes: Buffer.byteLength(body.csv) } };
+        const j = await store.userJobs.insert(id, 'import', mapping, ctx.actor.id, file, rows);
+        return { result: j, resourceId: id, after: jobView(j), metadata: { bytes: file.length, rows } };
       });
       // Queued after the commit, so the worker finds the job; a failed enqueue leaves it queued for a retry of this call's job id.
       await jobs().add({ tenantId: ctx.tenantId, jobId: id, kind: 'import' });

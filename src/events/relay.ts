@@ -34,6 +34,8 @@ export class OutboxRelay {
   private again = false;
   private stopped = false;
   private unlisten: (() => Promise<void>) | undefined;
+  /** Set once the queue connection is first up: until then a pass could only fail (it refuses commands while connecting). */
+  private queueUp = false;
   private lastSentinel = 0;
   private lastOverdue = 0;
   private readonly opts: Required<RelayOptions>;
@@ -51,12 +53,16 @@ export class OutboxRelay {
     const l = await this.sql.listen(OUTBOX_CHANNEL, () => this.kick());
     this.unlisten = () => l.unlisten();
     this.timer = setInterval(() => this.kick(), this.opts.pollMs);
+    // The queue connection fails fast (no offline queue), so a pass before it is up fails and warns on
+    // every start. Passes wait for its first 'ready'; a later outage still fails passes, and is logged.
+    if (this.queueRedis.status === 'ready') this.queueUp = true;
+    else this.queueRedis.once('ready', () => { this.queueUp = true; this.kick(); });
     this.kick();
   }
 
-  /** Runs a pass now, or right after the current one. */
+  /** Runs a pass now, or right after the current one (once the queue connection has come up). */
   kick(): void {
-    if (this.stopped) return;
+    if (this.stopped || !this.queueUp) return;
     if (this.running) { this.again = true; return; }
     this.running = (async () => {
       do {

@@ -7,6 +7,7 @@ import { compareWithUser, toUserChange } from '../field-mapping/user-fields.js';
 import type { Store } from '../store/index.js';
 import { recordEvents } from '../events/outbox.js';
 import type { BatchCounts, RowOutcome } from '../store/user-jobs.js';
+import { IMPORT_CSV } from './check-file.js';
 
 export const IMPORT_BATCH = 500;
 
@@ -27,10 +28,11 @@ export async function runImport(store: Store, tenantId: string, jobId: string, o
   const mapping = job.mapping as Mapping;
   const size = opts.batchSize ?? IMPORT_BATCH;
   if (job.total_rows === null) {
-    // A first streaming pass counts the records, so progress is known and an oversized file fails before any row is applied.
+    // Jobs created before files were checked on the way in (src/imports/check-file.ts) have no count yet:
+    // a first streaming pass counts the records, so progress is known and an oversized file fails before any row is applied.
     let total = 0;
     try {
-      for await (const _ of Readable.from(csv).pipe(parse({ bom: true, skip_empty_lines: true, from_line: 2, max_record_size: 64 * 1024 }))) if (++total > LIMITS.importRows) break;
+      for await (const _ of Readable.from(csv).pipe(parse({ ...IMPORT_CSV, from_line: 2 }))) if (++total > LIMITS.importRows) break;
     } catch (err) { return failParse(repo, jobId, err, job.processed_rows); }
     if (total > LIMITS.importRows) {
       await repo.finish(jobId, 'failed', { errorCode: 'import_failed', errorMessage: `the file has more than ${LIMITS.importRows} rows` });
@@ -41,7 +43,7 @@ export async function runImport(store: Store, tenantId: string, jobId: string, o
   let index = 0;
   let processed = job.processed_rows;
   let batch: Array<{ index: number; row: Row }> = [];
-  const parser = Readable.from(csv).pipe(parse({ columns: true, bom: true, skip_empty_lines: true, trim: false, max_record_size: 64 * 1024 }));
+  const parser = Readable.from(csv).pipe(parse({ ...IMPORT_CSV, columns: true }));
   try {
     for await (const record of parser as AsyncIterable<Row>) {
       if (index >= LIMITS.importRows) {

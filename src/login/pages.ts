@@ -59,7 +59,7 @@ h1{font-size:1.4rem;margin-top:0}label{display:block;font-weight:600;margin:.5re
 input{width:100%;box-sizing:border-box;font-size:1rem;padding:.6rem;border:1px solid #767676;border-radius:4px}
 button{margin-top:1rem;font-size:1rem;padding:.6rem 1.2rem;border:0;border-radius:4px;background:#0b57d0;color:#fff;cursor:pointer}
 .secondary button{background:#fff;color:#0b57d0;border:1px solid #0b57d0}
-.error{color:#b00020;font-weight:600}:focus{outline:3px solid #f9a825;outline-offset:2px}
+.error{color:#b00020;font-weight:600}.warning{color:#7a4100;font-weight:600}:focus{outline:3px solid #f9a825;outline-offset:2px}
 h2{font-size:1.1rem;margin:1.5rem 0 .5rem}.muted{color:#555;font-size:.9rem}.notice{color:#0a6b2d;font-weight:600}
 .items{list-style:none;padding:0}.items li{border-top:1px solid #ddd;padding:.75rem 0}.activity{padding-left:1.2rem}
 .items form{display:inline-block;margin-right:.5rem}.items input{margin-top:.25rem}[hidden]{display:none!important}

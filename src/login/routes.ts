@@ -41,6 +41,16 @@ export function loginRoutes(deps: Deps): Route[] {
     return client;
   }
 
+  /**
+   * Who a sign-in is for: the application of its authorization request, or, for a sign-in one of this
+   * server's pages asked for (returnTo), that page within the request's tenant.
+   */
+  async function partyOf(it: Interaction): Promise<{ clientId: string; name: string; tenantId: string; client?: Client }> {
+    if (!it.returnTo) { const client = await clientFor(it.request.clientId); return { clientId: client.clientId, name: client.name, tenantId: client.tenantId, client }; }
+    if (await deps.tokens.revocations.tenantRefused(it.request.tenantId)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
+    return { clientId: it.request.clientId, name: it.returnTo.name, tenantId: it.request.tenantId };
+  }
+
   /** Browser posts: CSRF token first, then the pending authorization request they belong to. */
   async function browserInteraction(req: HttpRequest, data: Record<string, unknown>): Promise<Interaction> {
     checkCsrf(ctx, req, data.csrf_token);
@@ -56,7 +66,7 @@ export function loginRoutes(deps: Deps): Route[] {
       const api = wantsJson(req);
       try {
         const it = await browserInteraction(req, data);
-        const client = await clientFor(it.request.clientId);
+        const client = await partyOf(it);
         const email = formString(data, 'email')?.trim() ?? '';
         const csrf = csrfFor(ctx, req);
         if (!isEmail(email) && api) throw new InvalidEmail();
@@ -76,7 +86,7 @@ export function loginRoutes(deps: Deps): Route[] {
     if (!isEmail(email)) throw new InvalidEmail();
     const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
     if (data.interaction !== undefined && !it) throw new InvalidRequest('The interaction has expired.');
-    const client = await clientFor(it ? it.request.clientId : (data.client_id as string | undefined));
+    const client = it ? await partyOf(it) : await clientFor(data.client_id as string | undefined);
     if (it && data.client_id !== undefined && data.client_id !== client.clientId) throw new InvalidRequest('client_id does not match the interaction.');
     const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip });
     return { headers: NO_STORE, body: { sent: true, expires_in: expiresIn, code_length: LOGIN.codeLength } };
@@ -146,15 +156,19 @@ export function loginRoutes(deps: Deps): Route[] {
     try {
       const it = await loadInteraction(deps.redis, (req.queryData as { interaction: string }).interaction);
       if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
-      const client = await clientFor(it.request.clientId);
+      const party = await partyOf(it);
       const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
       // prompt=login and max_age need a sign-in made after the request arrived.
       const fresh = !it.request.prompt.includes('login') && it.request.maxAge === undefined ? true : (session?.authTime ?? 0) >= it.createdAt;
       if (!sessionUsable(session, it.request) || !fresh) {
         const csrf = csrfFor(ctx, req);
         if (json) throw new AppError(401, 'unauthorized', 'Sign in first (POST /email-code/verify).');
-        return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, cookies: csrf.cookie ? [csrf.cookie] : undefined });
+        const tenantName = (await deps.tokens.tenantSettings.get(party.tenantId)).displayName;
+        return emailPage({ clientName: party.name, tenantName, csrf: csrf.token, interaction: it.id, cookies: csrf.cookie ? [csrf.cookie] : undefined });
       }
+      // A sign-in for one of this server's pages: back to it, with the session just made.
+      if (!party.client) { await dropInteraction(deps.redis, it.id); return { status: 303, headers: { Location: it.returnTo!.path, ...NO_STORE } }; }
+      const client = party.client;
       const done = await completeAuthorization(deps, client, { ...it.request, prompt: it.request.prompt.filter((p) => p !== 'login') }, session, 303);
       if (done.kind === 'redirect') { await dropInteraction(deps.redis, it.id); return done.reply; }
       const csrf = csrfFor(ctx, req);
@@ -171,6 +185,7 @@ export function loginRoutes(deps: Deps): Route[] {
       if (form) checkCsrf(ctx, req, data.csrf_token);
       const it = await loadInteraction(deps.redis, data.interaction);
       if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
+      if (it.returnTo) throw new InvalidRequest('This sign-in asks for no consent.');
       const client = await clientFor(it.request.clientId);
       const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
       if (!sessionUsable(session, it.request)) throw new AppError(401, 'unauthorized', 'Sign in first.');

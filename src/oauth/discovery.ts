@@ -1,8 +1,12 @@
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
 import type { Router } from '../http/router.js';
+import { PROMPT_VALUES } from '../login/authorize/check-prompt.js';
 import { grants } from './grants/index.js';
 
+// In order of preference: clients that take the first method they support (mod_auth_openidc) get HTTP
+// Basic, the spec's method for /token and /introspect; private_key_jwt is offered, not preferred, as a
+// client needs a registered key for it (docs/decisions.md).
 const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
 const ASSERTION_ALGS = ['ES256', 'PS256', 'RS256'];
 
@@ -32,9 +36,9 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
       m.id_token_signing_alg_values_supported = [deps.config.tokenSigningAlg];
       m.scopes_supported = ['openid', 'email', 'offline_access'];
       m.claims_supported = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified'];
-      m.prompt_values_supported = ['none', 'login'];
+      m.prompt_values_supported = [...PROMPT_VALUES];
     }
-    // Public clients (auth method none) exist only for the authorization code flow, with PKCE.
+    // Public clients (auth method none) exist only for the authorization code flow, with PKCE; listed last.
     m.token_endpoint_auth_methods_supported = has('/authorize') ? [...AUTH_METHODS, 'none'] : AUTH_METHODS;
     m.token_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.introspection_endpoint_auth_methods_supported = AUTH_METHODS;

@@ -139,6 +139,20 @@ export class ClientRepository {
     return row ?? null;
   }
 
+  /**
+   * Adds URIs and audiences a client lacks (those it has, and their order, stay); false when there is no
+   * such client. Bootstrap under a new ISSUER keeps its demo clients working at the new address.
+   */
+  async addAddresses(clientId: string, add: { redirectUris?: string[]; postLogoutRedirectUris?: string[]; allowedAudiences?: string[] }): Promise<boolean> {
+    const sql = this.db;
+    const merge = (col: string, values: string[] | undefined) => sql`${sql(col)} || array(select v from unnest(${values ?? []}::text[]) v where v <> all(${sql(col)}))`;
+    const r = await sql`update clients set redirect_uris = ${merge('redirect_uris', add.redirectUris)},
+        post_logout_redirect_uris = ${merge('post_logout_redirect_uris', add.postLogoutRedirectUris)},
+        allowed_audiences = ${merge('allowed_audiences', add.allowedAudiences)}, updated_at = now_ms()
+      where tenant_id = ${this.tenantId} and client_id = ${clientId}`;
+    return r.count === 1;
+  }
+
   /** Replaces the keyed hash of the client's secret; false when there is no such client. */
   async setSecretHash(clientId: string, hash: Buffer): Promise<boolean> {
     const r = await this.db`update clients set secret_hash = ${hash}, updated_at = now_ms() where tenant_id = ${this.tenantId} and client_id = ${clientId}`;

@@ -74,7 +74,8 @@ export class PasskeyRepository {
   }
 }
 
-export interface ActivityRow { id: number; event: string; data: Record<string, unknown>; occurred_at: number }
+/** An event of the user's, with the name of the application it names (null when it names none, or one since deleted). */
+export interface ActivityRow { id: number; event: string; data: Record<string, unknown>; occurred_at: number; client_name: string | null }
 
 /** A user's own recent events (the outbox keeps them), for the account page's "recent activity". */
 export class AccountActivityRepository {
@@ -82,8 +83,9 @@ export class AccountActivityRepository {
 
   async recentForUser(userId: string, limit = 10): Promise<ActivityRow[]> {
     const rows = await this.db<ActivityRow[]>`
-      select id, event, data, occurred_at from event_outbox
-      where tenant_id = ${this.tenantId} and data->>'user_id' = ${userId} order by id desc limit ${limit}`;
+      select e.id, e.event, e.data, e.occurred_at, c.name as client_name from event_outbox e
+      left join clients c on c.tenant_id = e.tenant_id and c.client_id = e.data->>'client_id'
+      where e.tenant_id = ${this.tenantId} and e.data->>'user_id' = ${userId} order by e.id desc limit ${limit}`;
     return rows.map((r) => ({ ...r, id: Number(r.id), occurred_at: Number(r.occurred_at) }));
   }
 }

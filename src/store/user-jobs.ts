@@ -33,11 +33,12 @@ function parsed<T extends UserJobRow | null | undefined>(row: T): T {
 export class UserJobRepository {
   constructor(private readonly db: Db, private readonly tenantId: string) {}
 
-  async insert(id: string, kind: 'import' | 'export', mapping: StoredMapping, createdBy: string, sourceCsv: Buffer | null): Promise<UserJobRow> {
+  /** A new queued job; an import's row count is known when its file was checked on the way in. */
+  async insert(id: string, kind: 'import' | 'export', mapping: StoredMapping, createdBy: string, sourceCsv: Buffer | null, totalRows: number | null = null): Promise<UserJobRow> {
     const sql = this.db;
     const [row] = await sql<UserJobRow[]>`
-      insert into user_jobs (tenant_id, id, kind, mapping, source_csv, created_by)
-      values (${this.tenantId}, ${id}, ${kind}, ${JSON.stringify(mapping)}::json, ${sourceCsv}, ${createdBy}) returning ${COLUMNS(sql)}`;
+      insert into user_jobs (tenant_id, id, kind, mapping, source_csv, created_by, total_rows)
+      values (${this.tenantId}, ${id}, ${kind}, ${JSON.stringify(mapping)}::json, ${sourceCsv}, ${createdBy}, ${totalRows}) returning ${COLUMNS(sql)}`;
     return parsed(row!);
   }
 

@@ -29,10 +29,60 @@ async function openPage(cookies: Record<string, string>, path = '/account') {
 const postForm = (path: string, cookies: Record<string, string>, form: Record<string, string>) =>
   fetch(`${base}${path}`, { method: 'POST', redirect: 'manual', headers: { cookie: header(cookies), 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
 
-t.test('signed out, the page says how to sign in', async (t) => {
-  const { res, html } = await openPage({});
-  t.equal(res.status, 200);
-  t.match(html, /You are not signed in/);
+t.test('signed out, /account sends the person to sign in and brings them back', async (t) => {
+  const cookies: Record<string, string> = {};
+  const get = async (path: string) => {
+    const res = await fetch(`${base}${path}`, { redirect: 'manual', headers: { cookie: header(cookies) } });
+    Object.assign(cookies, cookiesOf(res));
+    return res;
+  };
+  const start = await get(`/account?tenant=${encodeURIComponent(tenant.tenant_id)}`);
+  t.equal(start.status, 303, 'a redirect to the login page');
+  const loginPath = start.headers.get('location')!;
+  t.notMatch(loginPath, /^https?:/, 'to this server');
+  const login = await get(loginPath);
+  t.equal(login.status, 200);
+  const html = await login.text();
+  t.match(html, /<label for="email">Email address<\/label>/, 'the login page');
+  t.match(html, /your account/, 'it names where the person is going');
+  const csrf = /name="csrf_token" value="([^"]+)"/.exec(html)![1]!;
+  const interaction = /name="interaction" value="([^"]+)"/.exec(html)![1]!;
+  const who = uniqueEmail('return');
+  const sent = await postForm('/email-code/generate', cookies, { csrf_token: csrf, interaction, email: who });
+  t.equal(sent.status, 200);
+  t.match(await sent.text(), /Enter your code|a code is on its way/);
+  const verified = await postForm('/email-code/verify', cookies, { csrf_token: csrf, interaction, email: who, code: await codeFor(sink, who) });
+  t.equal(verified.status, 303);
+  Object.assign(cookies, cookiesOf(verified));
+  t.ok(cookies.svc_session, 'signed in');
+  const back = await get(verified.headers.get('location')!);
+  t.equal(back.status, 303);
+  t.equal(back.headers.get('location'), '/account', 'back to the account page');
+  const page = await openPage(cookies);
+  t.equal(page.res.status, 200);
+  t.match(page.html, new RegExp(`id="account-email">${who}<`), 'the account page of the person who signed in');
+});
+
+t.test('signed out, an unknown tenant is a page, not a sign-in', async (t) => {
+  const res = await fetch(`${base}/account?tenant=no-such-tenant`, { redirect: 'manual' });
+  t.equal(res.status, 404);
+  t.match(await res.text(), /not known/);
+});
+
+t.test('recent activity names the application, not its client id; a provider-named passkey is named once', async (t) => {
+  const web = tenant.clients.web;
+  const who = uniqueEmail('activity');
+  await fetch(`${base}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: who, client_id: web.client_id }) });
+  const verified = await fetch(`${base}/email-code/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: who, code: await codeFor(sink, who) }) });
+  const cookies = cookiesOf(verified);
+  const me = (await srv.deps.store.forTenant(tenant.tenant_id).users.getByEmail(who))!;
+  await srv.deps.store.forTenant(tenant.tenant_id).passkeys.insert({ userId: me.id, credentialId: `cred-gpm-${me.id}`, publicKey: new Uint8Array([1]), counter: 0, transports: ['hybrid'], backupEligible: true, backedUp: true, aaguid: 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4', deviceName: 'Google Password Manager' });
+  const { html } = await openPage(cookies);
+  const activity = /<ul class="activity">(.*?)<\/ul>/s.exec(html)![1]!;
+  t.match(activity, /Signed in with an email code to Demo web application/);
+  t.notMatch(activity, new RegExp(web.client_id), 'the raw client id is not shown');
+  t.match(html, /<strong>Google Password Manager<\/strong><br>/, 'the passkey is named once');
+  t.notMatch(html, /\(Google Password Manager\)/, 'not again as its provider');
 });
 
 t.test('the page: strict CSP, one script file, CSRF on every form', async (t) => {

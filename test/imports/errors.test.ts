@@ -32,11 +32,5 @@ t.test('errors: unknown job, cancel, bad mapping, bad header', async (t) => {
   t.equal(await users.getByEmail('cancel.me@example.org'), null, 'the cancelled job created nobody');
   const done = await call('POST', `/api/admin/user-imports/${probe.body.id}/cancel`);
   t.same([done.status, done.body.error], [409, 'conflict']);
-  const broken = await call('POST', '/api/admin/user-imports', { mapping, csv: `${HEADER}\nok@example.org,A,B,,yes,red\n"unclosed@example.org,A,B,,yes,red\n` });
-  t.equal(broken.status, 202);
-  await waitFor(async () => (await job(broken.body.id)).status === 'failed', 30_000);
-  const f = await job(broken.body.id);
-  t.match(f.error, { code: 'import_failed', message: /^the CSV could not be parsed/ });
-  t.notMatch(f.error.message, /unclosed@/, 'the message names no value');
-  t.equal(await users.getByEmail('ok@example.org'), null, 'a malformed file applies no row');
+  // A file that does not parse is refused before a job exists (test/imports/refusals.test.ts).
 });

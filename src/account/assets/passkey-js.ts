@@ -32,6 +32,18 @@ export const PASSKEY_JS = String.raw`// The pages' only script: the WebAuthn cal
       .then(function (res) { return res.json().catch(function () { return {}; }).then(function (j) { if (!res.ok) { var e = new Error(j.error_description || 'The request failed.'); e.body = j; throw e; } return j; }); });
   }
   function say(el, text) { if (el) { el.textContent = text; el.hidden = !text; } }
+  // Browsers refuse WebAuthn (SecurityError) on an IP address, and where the server's passkey settings
+  // do not match the address in the location bar: say which, rather than that something failed.
+  function ipHost(h) { return /^[0-9.]+$/.test(h) || h.indexOf(':') >= 0 || h.charAt(0) === '['; }
+  function failureText(e, fallback) {
+    if (e && e.body && e.body.error_description) return e.body.error_description;
+    if (e && e.name === 'SecurityError') {
+      return ipHost(location.hostname)
+        ? 'Passkeys need this site to be opened by a host name (such as localhost), not an IP address (' + location.hostname + ').'
+        : 'This browser will not use passkeys at ' + location.hostname + ': the server\'s passkey settings (WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS) do not match this address.';
+    }
+    return fallback;
+  }
   var status = document.getElementById('passkey-status');
 
   // Login page: sign in with a passkey (button, and conditional UI in the email field where supported).
@@ -42,11 +54,17 @@ export const PASSKEY_JS = String.raw`// The pages' only script: the WebAuthn cal
     var run = function (mediation) {
       if (pending) pending.abort();
       var ctl = new AbortController(); pending = ctl;
+      // Autofill (conditional mediation) runs in the background: until the person picks a passkey from it,
+      // none of its failures concern them (no WebAuthn on this address, options not fetched, aborted).
+      var background = mediation === 'conditional', chosen = false;
       return post('/login/passkey/options', { interaction: interaction })
         .then(function (r) { var req = { publicKey: requestOptions(r.options), signal: ctl.signal }; if (mediation) req.mediation = mediation; return navigator.credentials.get(req); })
-        .then(function (cred) { return post('/login/passkey/verify', { interaction: interaction, response: toJSON(cred) }); })
+        .then(function (cred) { chosen = true; return post('/login/passkey/verify', { interaction: interaction, response: toJSON(cred) }); })
         .then(function (r) { window.location.assign(r.continue); })
-        .catch(function (e) { if (e && e.name === 'AbortError') return; say(status, (e && e.body && e.body.error_description) || 'The passkey sign-in did not complete. Try again or use an email code.'); });
+        .catch(function (e) {
+          if ((e && e.name === 'AbortError') || (background && !chosen)) return;
+          say(status, failureText(e, 'The passkey sign-in did not complete. Try again or use an email code.'));
+        });
     };
     signin.hidden = false;
     signin.addEventListener('click', function () { say(status, ''); run(null); });
@@ -65,7 +83,7 @@ export const PASSKEY_JS = String.raw`// The pages' only script: the WebAuthn cal
         .then(function (r) { return navigator.credentials.get({ publicKey: requestOptions(r.options) }); })
         .then(function (cred) { return fetch('/api/account/reauth', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ response: toJSON(cred) }) }); })
         .then(function (res) { if (res.status !== 204) return res.json().then(function (j) { var e = new Error('refused'); e.body = j; throw e; }); window.location.assign('/account?done=reauth'); })
-        .catch(function (e) { say(status, (e && e.body && e.body.error_description) || 'The passkey did not confirm it is you. Try an emailed code.'); });
+        .catch(function (e) { say(status, failureText(e, 'The passkey did not confirm it is you. Try an emailed code.')); });
     });
   }
 
@@ -81,7 +99,7 @@ export const PASSKEY_JS = String.raw`// The pages' only script: the WebAuthn cal
         .then(function () { window.location.assign('/account?done=added'); })
         .catch(function (e) {
           if (e && e.body && e.body.details && e.body.details.reauthenticate) { window.location.assign(e.body.details.reauthenticate[0] + '?next=add'); return; }
-          say(status, (e && e.body && e.body.error_description) || 'The passkey was not added.');
+          say(status, failureText(e, 'The passkey was not added.'));
         });
     });
   }

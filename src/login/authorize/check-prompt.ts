@@ -1,6 +1,12 @@
 import { param, RedirectableError, type Query } from './types.js';
 
-const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
+/**
+ * The prompt values /authorize serves, in OpenID Connect Core's order; discovery advertises this list.
+ * select_account: a browser holds at most one session, so there is one account to choose and the
+ * request goes on as without it (docs/decisions.md).
+ */
+export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
+const PROMPTS: ReadonlySet<string> = new Set(PROMPT_VALUES);
 
 /** Step 6: prompt (OpenID Connect Core 3.1.2.1) and max_age; prompt=none stands alone. */
 export function checkPrompt(q: Query): { prompt: string[]; maxAge?: number } {
