@@ -54,7 +54,7 @@ t.test('a dead master refuses only the tokens whose revocation keys it holds', a
   let b: BootstrapResult;
   for (;;) {
     b = await setupTenant(srv, 'rvfail');
-    const holders = [redisKeys.tenantSuspended(b.tenant_id), failureBudgetKey(b.clients.resource_server.client_id)].map((k) => cluster.masterOf(srv.config.redisPrefix + k));
+    const holders = [redisKeys.tenantSuspended(b.tenant_id), failureBudgetKey(b.clients.resource_server.client_id, '127.0.0.1')].map((k) => cluster.masterOf(srv.config.redisPrefix + k));
     if (!holders.includes(oldSentinelMaster)) break;
   }
   const victim = oldSentinelMaster;
