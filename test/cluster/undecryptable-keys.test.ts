@@ -32,8 +32,8 @@ function svc(args: string[], key: string): any {
   return JSON.parse(r.stdout.slice(r.stdout.indexOf('{')));
 }
 
-/** `svc start` (a supervisor with two HTTP processes) under the given key. */
-async function startNode(key: string) {
+/** `svc start` (a supervisor with two HTTP processes) under the given key, killed when test `t` ends. */
+async function startNode(t: { teardown(fn: () => unknown): void }, key: string) {
   const port = await freePort();
   const proc: ChildProcess = spawn(process.execPath, [cli, 'start'], {
     env: { ...base, KEY_ENCRYPTION_KEY: key, PORT: String(port), WORKERS: '2', CRYPTO_THREADS: '1', QUEUE_WORKERS: 'false', LOG_LEVEL: 'info' },
@@ -76,7 +76,7 @@ const boot = svc(['bootstrap', '--json'], K1);
 const activeKid = async () => (await db.sql<{ kid: string }[]>`select kid from signing_keys where status = 'active'`)[0]!.kid;
 
 t.test('a node started with a key that cannot decrypt the signing key stops once, with the reason', async (t) => {
-  const node = await startNode(K2);
+  const node = await startNode(t, K2);
   // Old code: the supervisor replaced the failing HTTP processes forever and never exited.
   await waitFor(() => node.proc.exitCode !== null, 90_000, 100).catch(() => { throw new Error(`the supervisor is still running: ${node.stdout()}${node.stderr()}`); });
   t.equal(node.proc.exitCode, 78, 'the supervisor exits with EXIT_CONFIG');
@@ -89,7 +89,7 @@ t.test('a node started with a key that cannot decrypt the signing key stops once
 });
 
 t.test('a running node whose current key becomes undecryptable reports not ready and stops issuing, then recovers', async (t) => {
-  const node = await startNode(K1);
+  const node = await startNode(t, K1);
   await waitFor(() => node.stdout().includes('svc listening'), 90_000, 50).catch(() => { throw new Error(`node did not start: ${node.stdout()}${node.stderr()}`); });
   const ex = boot.clients.exchanger;
   const rs = boot.clients.resource_server;
