@@ -5,6 +5,7 @@
 //   node ops/redis-cluster.mjs                 start, print the URL, stop on Ctrl-C / SIGTERM
 //   node ops/redis-cluster.mjs start           start detached; prints the URL, then the dir on a second line
 //   node ops/redis-cluster.mjs stop <dir>      stop a detached cluster and remove its dir
+//   node ops/redis-cluster.mjs list <dir>      one line per node: port, role (master, replica or down), pid
 // Options: --masters N (3), --replicas N (1), --node-timeout MS (5000).
 // Uses Node built-ins only. Every node has cluster-require-full-coverage off, so while one master is
 // down (before its replica is promoted) only that master's slots are refused, not the whole cluster.
@@ -48,15 +49,27 @@ export function clusterOk(ports) {
   return ports.every((p) => { const info = cli(p, 'cluster', 'info'); return /cluster_state:ok/.test(info) && /cluster_slots_assigned:16384/.test(info); });
 }
 
-/** The role (master/slave) and pid of each node, from the pidfiles and ROLE. */
+/** The role (master/slave, as ROLE says, or down) and pid of each node, from the pidfiles and ROLE; pid null when not running. */
 export function describe(dir) {
   const state = JSON.parse(fs.readFileSync(path.join(dir, 'cluster.json'), 'utf8'));
   return state.ports.map((port) => {
     let pid = null;
     try { pid = Number(fs.readFileSync(path.join(dir, `${port}`, 'redis.pid'), 'utf8').trim()); } catch { /* stopped */ }
+    // A SIGKILLed node leaves its pidfile behind.
+    if (pid !== null && !alive(pid)) pid = null;
     const role = cli(port, 'role').split('\n')[0] || 'down';
     return { port, pid, role };
   });
+}
+
+function alive(pid) {
+  try { process.kill(pid, 0); return true; } catch (err) { return err.code === 'EPERM'; }
+}
+
+/** The `list` command's lines: a header, then port, role (master, replica or down) and pid of each node. */
+export function listLines(dir) {
+  const rows = describe(dir).map((n) => [String(n.port), n.role === 'slave' ? 'replica' : n.role, n.pid === null ? '-' : String(n.pid)]);
+  return [['port', 'role', 'pid'], ...rows].map(([port, role, pid]) => `${port.padEnd(6)} ${role.padEnd(8)} ${pid}`);
 }
 
 /**
@@ -120,7 +133,10 @@ if (isMain) {
   const opt = (name, def) => { const i = args.indexOf(name); return i >= 0 ? Number(args[i + 1]) : def; };
   const cmd = args[0] && !args[0].startsWith('--') ? args[0] : 'run';
   const options = { masters: opt('--masters', 3), replicas: opt('--replicas', 1), nodeTimeoutMs: opt('--node-timeout', 5000) };
-  if (cmd === 'stop') {
+  if (cmd === 'list') {
+    if (!args[1] || !fs.existsSync(path.join(args[1], 'cluster.json'))) { console.error('usage: node ops/redis-cluster.mjs list <dir> (the dir printed by start)'); process.exit(2); }
+    for (const line of listLines(args[1])) console.log(line);
+  } else if (cmd === 'stop') {
     if (!args[1]) { console.error('usage: node ops/redis-cluster.mjs stop <dir>'); process.exit(2); }
     stopCluster(args[1]);
   } else if (cmd === 'start') {
@@ -136,7 +152,7 @@ if (isMain) {
     process.on('SIGTERM', stop);
     setInterval(() => {}, 1 << 30);
   } else {
-    console.error('usage: node ops/redis-cluster.mjs [start|stop <dir>] [--masters N] [--replicas N] [--node-timeout MS]');
+    console.error('usage: node ops/redis-cluster.mjs [start|stop <dir>|list <dir>] [--masters N] [--replicas N] [--node-timeout MS]');
     process.exit(2);
   }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { loadConfig, ConfigError } from './config.js';
+import { loadConfig, ConfigError, keyMaterialWriteRefusal } from './config.js';
 import { createSql } from './store/sql.js';
 
 const USAGE = `usage: svc <command>
@@ -12,7 +12,10 @@ const USAGE = `usage: svc <command>
   keys rotate        publish a new signing key, retire the active one (kept until its tokens expire)
   clients create --tenant ID --name NAME --grant-types a,b [--scopes a,b] [--audiences a,b]
                  [--access-token-ttl S] [--introspect] [--audience AUD] [--strict] [--json]
-                     register a client; prints its id and secret once`;
+                     register a client; prints its id and secret once
+Other commands than start default NODE_ENV to development. bootstrap, keys rotate, clients create (and migrate,
+when it has users from before migration 0110 to seal) write material under KEY_ENCRYPTION_KEY: without that
+variable they refuse unless NODE_ENV=development (or test) is set explicitly.`;
 
 async function run(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
@@ -28,6 +31,12 @@ async function run(argv: string[]): Promise<number> {
   try { config = loadConfig(); } catch (err) {
     if (err instanceof ConfigError) { console.error(err.message); return 2; }
     throw err;
+  }
+  // Checked before anything is opened: a refused command writes nothing.
+  const refusal = keyMaterialWriteRefusal(config);
+  if (refusal && (cmd === 'bootstrap' || (cmd === 'keys' && rest[0] === 'rotate') || (cmd === 'clients' && rest[0] === 'create'))) {
+    console.error(`svc ${cmd}${cmd === 'bootstrap' ? '' : ` ${rest[0]}`}: ${refusal}`);
+    return 2;
   }
   if (cmd === 'migrate') {
     const sql = createSql(config, { max: 1 });
@@ -45,6 +54,11 @@ async function run(argv: string[]): Promise<number> {
         // Legacy rows are indexed under the keys of the lookup-key rotation's current state (read once).
         await followLookupKeys({ config, sql, redis: null, vault, role: 'migrate', log: createLogger(config.logLevel) }).refresh();
         await vault.partitions.ensure();
+        // Sealing creates tenant data keys under KEY_ENCRYPTION_KEY: only with a key that is meant.
+        if (refusal && (await sql<{ x: boolean }[]>`select exists (select 1 from users where email is not null) as x`)[0]!.x) {
+          console.error(`svc migrate: migrations applied, but users written before migration 0110 are not sealed: ${refusal}`);
+          return 2;
+        }
         const sealed = await sealLegacyUsers(sql, vault);
         if (sealed) console.log(`sealed the personal data of ${sealed} users`);
       } finally { await vault.close(); }

@@ -42,6 +42,10 @@ export interface Config {
   /** Niceness added to the signing threads, so event loops win the CPU when both want it. */
   readonly cryptoNice: number;
   readonly keyEncryptionKey: Buffer;
+  /** Where keyEncryptionKey came from: KEY_ENCRYPTION_KEY, or the built-in development key (outside production only). */
+  readonly keyEncryptionKeySource: 'environment' | 'development-default';
+  /** Whether NODE_ENV was set rather than defaulted to development (see keyMaterialWriteRefusal). */
+  readonly nodeEnvExplicit: boolean;
   readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256';
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
@@ -107,6 +111,18 @@ type Env = Record<string, string | undefined>;
 // A key for local development only; production must set KEY_ENCRYPTION_KEY (checked below).
 const DEV_KEY_ENCRYPTION_KEY = '6465762d6f6e6c792d6b65792d646f2d6e6f742d7573652d696e2d70726f6421';
 
+/**
+ * Why this configuration must not write new key material (signing keys, client secret hashes, data keys
+ * sealed under KEY_ENCRYPTION_KEY), or undefined when it may. Only `svc start` defaults NODE_ENV to
+ * production; the other commands default to development, where an unset KEY_ENCRYPTION_KEY means the
+ * development key. Material sealed under that key by accident cannot be read by nodes running with the
+ * real key (they would refuse to start), so it is written only when development (or test) was asked for.
+ */
+export function keyMaterialWriteRefusal(config: Pick<Config, 'keyEncryptionKeySource' | 'nodeEnvExplicit'>): string | undefined {
+  if (config.keyEncryptionKeySource === 'environment' || config.nodeEnvExplicit) return undefined;
+  return 'KEY_ENCRYPTION_KEY is not set: refusing to write key material sealed under the built-in development key, which nodes running with the real key could not read; set KEY_ENCRYPTION_KEY (or NODE_ENV=development for a local setup)';
+}
+
 /** Reads and validates every setting; collects all problems so an operator fixes them in one pass. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -158,6 +174,7 @@ export function loadConfig(env: Env = process.env): Config {
   let keyEncryptionKey = Buffer.alloc(32);
   if (!/^[0-9a-fA-F]{64}$/.test(kekHex)) problems.push('KEY_ENCRYPTION_KEY must be 64 hex characters (32 bytes); required in production');
   else keyEncryptionKey = Buffer.from(kekHex, 'hex');
+  if (nodeEnv === 'production' && kekHex.toLowerCase() === DEV_KEY_ENCRYPTION_KEY) problems.push('KEY_ENCRYPTION_KEY must not be the development key in production (it is published in the source)');
 
   const alg = str('TOKEN_SIGNING_ALG', 'RS256');
   if (alg !== 'RS256' && alg !== 'ES256' && alg !== 'PS256') problems.push(`TOKEN_SIGNING_ALG must be RS256, ES256 or PS256, got "${alg}"`);
@@ -215,6 +232,8 @@ export function loadConfig(env: Env = process.env): Config {
     cryptoQueueWaitMs: int('CRYPTO_QUEUE_WAIT_MS', 100, 0, 60_000),
     cryptoNice: int('CRYPTO_NICE', 3, 0, 19),
     keyEncryptionKey,
+    keyEncryptionKeySource: env.KEY_ENCRYPTION_KEY ? 'environment' : 'development-default',
+    nodeEnvExplicit: Boolean(env.NODE_ENV),
     tokenSigningAlg: alg as Config['tokenSigningAlg'],
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 30, 86_400),
     refreshTokenTtlSeconds: int('REFRESH_TOKEN_TTL_SECONDS', 30 * 86_400, 60, 365 * 86_400),

@@ -15,12 +15,16 @@ export function healthRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/readyz', iface: 'public',
-      doc: { summary: 'Postgres and Redis are reachable and the revocation state is loaded', tags: ['operations'], security: 'none', errors: [503] },
+      doc: { summary: 'Postgres and Redis are reachable, the current signing key is usable and the revocation state is loaded', tags: ['operations'], security: 'none', errors: [503] },
       handler: async () => {
         const [pg, rd] = await Promise.all([checkPostgres(deps), checkRedis(deps)]);
         if (!pg || !rd) {
           throw new ServiceUnavailable(`not ready: postgres ${pg ? 'ok' : 'unreachable'}, redis ${rd ? 'ok' : 'unreachable'}`);
         }
+        // A process that cannot use the current signing key (a rotation under another KEY_ENCRYPTION_KEY)
+        // refuses every issuance: not ready, and the reason is the fix.
+        const keys = deps.tokens.keys.problem();
+        if (keys) throw new ServiceUnavailable(`not ready: ${keys}`);
         // A process whose Redis lost the revocation record would refuse every token: not ready until refilled.
         if (!(await checkRevocations(deps))) throw new ServiceUnavailable('not ready: revocation state not loaded into redis yet');
         return { body: { status: 'ready', postgres: 'ok', redis: 'ok' } };

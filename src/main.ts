@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import 'prom-client'; // every cluster process answers the primary's metrics requests
 import { loadConfig, ConfigError, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { runSupervisor, type Role } from './supervisor/index.js';
+import { EXIT_CONFIG, runSupervisor, type Role } from './supervisor/index.js';
 
 /** One entry: becomes the supervisor, an HTTP process or a queue worker according to SVC_ROLE. */
 export async function main(): Promise<void> {
@@ -26,7 +26,15 @@ const LEAK_GRACE_MS = 2000;
 
 async function runHttpProcess(config: Config, log: Logger): Promise<void> {
   const { startHttp } = await import('./http-process.js');
-  const running = await startHttp(config, log);
+  const { SigningKeyUndecryptable } = await import('./tokens/keys.js');
+  let running: Awaited<ReturnType<typeof startHttp>>;
+  try {
+    running = await startHttp(config, log);
+  } catch (err) {
+    // No restart can mend a key this process cannot decrypt: say so once and let the supervisor stop.
+    if (err instanceof SigningKeyUndecryptable) await exitOnConfigError(`${err.message} (start with that key; keys sealed under a wrong one by mistake are replaced by running svc keys rotate twice with the right one)`);
+    throw err;
+  }
   process.send?.({ type: 'svc:ready' });
   log.debug({ port: running.port }, 'http process listening');
   let stopping = false;
@@ -48,4 +56,17 @@ async function runHttpProcess(config: Config, log: Logger): Promise<void> {
   process.on('SIGTERM', () => void stop());
   // Ctrl-C reaches the whole process group; the primary coordinates, so a worker just drains.
   process.on('SIGINT', () => void stop());
+}
+
+/**
+ * Ends a cluster worker on a configuration error with EXIT_CONFIG. The message goes to the supervisor,
+ * which prints it once for all its processes (each would hit the same error); alone, it is printed here.
+ */
+function exitOnConfigError(message: string): Promise<never> {
+  if (!process.send || !process.connected) {
+    console.error(message);
+    process.exit(EXIT_CONFIG);
+  }
+  // Never settles: the process ends once the message is handed over, and nothing else runs meanwhile.
+  return new Promise<never>(() => { process.send!({ type: 'svc:fatal', message }, () => process.exit(EXIT_CONFIG)); });
 }

@@ -44,6 +44,8 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   await ensureKeys(sql, config.keyEncryptionKey, config.tokenSigningAlg);
   const keys = new KeyRing(sql, config.keyEncryptionKey, config.tokenSigningAlg);
   await keys.load();
+  // A reload that finds the current key unusable leaves the process not ready and refusing issuance (KeyRing.load).
+  const reloadKeys = () => { keys.load().catch((err: Error) => log.error({ err: err.message }, 'key reload failed')); };
   const sharding = new ShardingCache(sql);
   await sharding.load();
   sharding.start((err) => log.warn({ err }, 'shard generation refresh failed'));
@@ -69,7 +71,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
     if (connected) {
       clients.clear();
       tenantSettings.clear();
-      keys.load().catch((err) => log.error({ err }, 'key reload failed'));
+      reloadKeys();
       log.info('change notices resumed; per-process caches cleared');
     }
     connected = true;
@@ -79,12 +81,12 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
     await clients.subscribe(sub);
     await tenantSettings.subscribe(sub);
     await sub.subscribe(keysChannel);
-    sub.on('message', (ch: string) => { if (ch === keysChannel) keys.load().catch((err) => log.error({ err }, 'key reload failed')); });
+    sub.on('message', (ch: string) => { if (ch === keysChannel) reloadKeys(); });
   } catch (err) {
     log.warn({ err: (err as Error).message }, 'change notices unavailable; relying on cache expiry');
   }
   // Keys also reload on a timer, so a missed notice cannot leave a process on a retired key for long.
-  const keyTimer = setInterval(() => keys.load().catch((err) => log.error({ err }, 'key reload failed')), 60_000);
+  const keyTimer = setInterval(() => reloadKeys(), 60_000);
   keyTimer.unref();
   own('key ring reload', () => clearInterval(keyTimer));
   let closing: Promise<void> | undefined;

@@ -33,6 +33,8 @@ export function tokenRoutes(deps: Deps): Route[] {
     handler: async ({ req, body }) => {
       const grant = grants.get(body.grant_type);
       const signer = deps.tokens.signer;
+      // Before anything is spent (a code, a refresh token): a process that cannot sign says so at once.
+      deps.tokens.keys.assertCanSign();
       // Before client authentication and any other work: a refusal under load should cost nothing.
       const admitted = grant?.shedWhenBusy === true;
       if (admitted && !signer.admit()) throw new Overloaded();

@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
+import { ServiceUnavailable } from '../errors.js';
 import type { Sql } from '../store/sql.js';
 import { decrypt, deriveKey, encrypt } from './secrets.js';
 
@@ -72,19 +73,41 @@ export async function rotateKeys(sql: Sql, kek: Buffer, alg: SigningAlg, maxToke
   }) as Promise<{ active: string; next: string; retired: string | null }>;
 }
 
+/**
+ * The active signing key cannot be decrypted with this process's KEY_ENCRYPTION_KEY (it was stored under
+ * another one). At start this is a configuration error no restart can mend (src/main.ts exits with
+ * EXIT_CONFIG); on a reload the ring stops issuing and the process reports not ready.
+ */
+export class SigningKeyUndecryptable extends Error {
+  constructor(readonly kid: string, cause: unknown) {
+    super(`cannot decrypt signing key ${kid}: KEY_ENCRYPTION_KEY is not the key it was stored with`, { cause });
+    this.name = 'SigningKeyUndecryptable';
+  }
+}
+
 /** The keys a process signs and verifies with, loaded from Postgres and refreshed on a timer or on notice. */
 export class KeyRing {
   private byKid = new Map<string, VerifyKey>();
   private active: SigningKey | undefined;
   private jwksJson = '{"keys":[]}';
+  /** Why the ring cannot sign (the current key is not one this process can use); undefined when it can. */
+  private unusable: string | undefined = 'signing keys not loaded yet';
 
   constructor(private readonly sql: Sql, private readonly kek: Buffer, readonly alg: SigningAlg) {}
 
+  /**
+   * Reads the key set. Public keys (verification, JWKS) always follow the database. When the current
+   * signing key cannot be used here, the ring keeps no signing key at all rather than the previous one:
+   * a process that silently went on signing with a retired key would hide the failed rotation (and a key
+   * is often rotated because it must stop signing). Issuance then answers 503 and /readyz says why.
+   * A failed query leaves everything as it was (the next reload retries). Throws in both cases.
+   */
   async load(): Promise<void> {
     const rows = await this.sql<KeyRow[]>`select kid, alg, public_jwk, private_key_enc, status, verify_until from signing_keys
                                            where status in ('active', 'next') or verify_until > ${Date.now()} order by created_at`;
     const byKid = new Map<string, VerifyKey>();
     let active: SigningKey | undefined;
+    let failure: Error | undefined;
     const dk = deriveKey(this.kek, 'signing-keys');
     const jwks: JsonWebKey[] = [];
     for (const r of rows) {
@@ -95,19 +118,33 @@ export class KeyRing {
       if (r.status === 'active' && r.alg === this.alg) {
         let pkcs8: Buffer;
         try { pkcs8 = decrypt(dk, r.private_key_enc, r.kid); } catch (err) {
-          throw new Error(`cannot decrypt signing key ${r.kid}: KEY_ENCRYPTION_KEY is not the key it was stored with`, { cause: err });
+          failure = new SigningKeyUndecryptable(r.kid, err);
+          continue;
         }
         active = { kid: r.kid, alg: r.alg, publicKey, pkcs8, privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }) };
       }
     }
-    if (!active) throw new Error(`no active ${this.alg} signing key; run svc migrate and start the service once`);
+    if (!active && !failure) failure = new Error(`no active ${this.alg} signing key; run svc migrate and start the service once`);
     this.byKid = byKid;
     this.active = active;
     this.jwksJson = JSON.stringify({ keys: jwks });
+    this.unusable = failure?.message;
+    if (failure) throw failure;
+  }
+
+  /** Why this process cannot issue tokens now, or undefined when it can (readiness, issuance). */
+  problem(): string | undefined {
+    return this.unusable;
+  }
+
+  /** Throws 503 while the current key cannot be used here (see load). */
+  assertCanSign(): void {
+    if (!this.active) throw new ServiceUnavailable('Token issuance is unavailable on this server; retry shortly.', 5);
   }
 
   /** The key new tokens are signed with. */
   signingKey(): SigningKey {
+    this.assertCanSign();
     return this.active!;
   }
 
