@@ -1,4 +1,5 @@
 import type { Db, Sql } from './sql.js';
+import { lockLiveTenants, TOMBSTONE_STATUSES } from './tenants.js';
 
 export type WindowKind = 'minute' | 'hour' | 'day' | 'month';
 export type QuotaState = 'ok' | 'warning' | 'soft_exceeded' | 'hard_exceeded';
@@ -91,10 +92,17 @@ export class LogGovernanceRepository {
 
 /** Cross-tenant work of the governance jobs (rollup, evaluation, enforcement refresh). */
 export const governanceQueries = {
-  /** Upserts absolute minute values, then recomputes the hour/day/month windows holding them from the minute rows. Idempotent. */
-  async rollup(sql: Sql, rows: MinuteValue[], now: number, newId: () => string): Promise<void> {
-    if (!rows.length) return;
-    await sql.begin(async (tx) => {
+  /**
+   * Upserts absolute minute values, then recomputes the hour/day/month windows holding them from the
+   * minute rows. Idempotent. Values of a tenant that is tombstoned (or unknown) are not written: they
+   * are answered as `dropped`, for the caller to delete at their source.
+   */
+  async rollup(sql: Sql, all: MinuteValue[], now: number, newId: () => string): Promise<{ dropped: Set<string> }> {
+    if (!all.length) return { dropped: new Set() };
+    return sql.begin(async (tx) => {
+      const live = await lockLiveTenants(tx, all.map((r) => r.tenant_id));
+      const dropped = new Set(all.map((r) => r.tenant_id).filter((t) => !live.has(t)));
+      const rows = all.filter((r) => live.has(r.tenant_id));
       const minutes = rows.map((r) => ({ ...r, id: newId(), window_kind: 'minute', window_start_at: r.minute, window_end_at: r.minute + 60_000, final: r.minute + 60_000 <= now }));
       for (let i = 0; i < minutes.length; i += 1000) {
         const part = minutes.slice(i, i + 1000);
@@ -114,11 +122,14 @@ export const governanceQueries = {
             do update set value = excluded.value, final = excluded.final, updated_at = now_ms()`;
         }
       }
-    });
+      return { dropped };
+    }) as Promise<{ dropped: Set<string> }>;
   },
 
+  /** Active policies of tenants that are not tombstoned. */
   activePolicies(sql: Sql): Promise<QuotaPolicyRow[]> {
-    return sql<QuotaPolicyRow[]>`select * from log_quota_policies where active order by tenant_id, id`;
+    return sql<QuotaPolicyRow[]>`select p.* from log_quota_policies p join tenants t on t.id = p.tenant_id
+      where p.active and t.status <> all(${TOMBSTONE_STATUSES as string[]}::text[]) order by p.tenant_id, p.id`;
   },
 
   /** The usage a policy counts in one window: its tenant's (all tenants' for a platform policy), narrowed by its log_type/plane/lane. */
