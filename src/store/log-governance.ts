@@ -8,7 +8,7 @@ export type EnforcementAction = 'none' | 'notify' | 'throttle_non_critical' | 'b
 
 export interface UsageRow {
   tenant_id: string; id: string; tenant_key: string; log_type: string; plane: string; lane: string; metric_name: string;
-  window_kind: WindowKind; window_start_at: number; window_end_at: number; value: number; final: boolean; created_at: number; updated_at: number;
+  window_kind: WindowKind; window_start_at: number; window_end_at: number; value: number; final: boolean; created_at: number; updated_at: number; refreshed_at: number;
 }
 export interface QuotaPolicyRow {
   tenant_id: string; id: string; name: string | null; scope: 'platform' | 'tenant'; log_type: string | null; plane: string | null; lane: string | null;
@@ -40,12 +40,13 @@ export function windowOf(kind: WindowKind, ts: number): { start: number; end: nu
 export class LogGovernanceRepository {
   constructor(private readonly db: Db, readonly tenantId: string) {}
 
+  /** Windows of the tenant, newest first; minute rows only when asked for by `window_kind` (they are the rollup's own, see docs/logging.md). */
   usage(f: { tenant_key?: string | undefined; metric_name?: string | undefined; window_kind?: string | undefined; since?: number | undefined; until?: number | undefined; limit: number }): Promise<UsageRow[]> {
     const db = this.db;
     return db<UsageRow[]>`select * from log_usage_aggregates where tenant_id = ${this.tenantId}
       ${f.tenant_key !== undefined ? db`and tenant_key = ${f.tenant_key}` : db``}
       ${f.metric_name !== undefined ? db`and metric_name = ${f.metric_name}` : db``}
-      ${f.window_kind !== undefined ? db`and window_kind = ${f.window_kind}` : db``}
+      ${f.window_kind !== undefined ? db`and window_kind = ${f.window_kind}` : db`and window_kind <> 'minute'`}
       ${f.since !== undefined ? db`and window_start_at >= ${f.since}` : db``}
       ${f.until !== undefined ? db`and window_start_at <= ${f.until}` : db``}
       order by window_start_at desc, window_kind, log_type, plane, lane, metric_name limit ${f.limit}`;
@@ -90,12 +91,18 @@ export class LogGovernanceRepository {
   }
 }
 
+/** The upsert of a recomputed window: always refreshed; updated only when its value or finality changed. */
+const REFRESH = `value = excluded.value, final = excluded.final, refreshed_at = now_ms(),
+  updated_at = case when log_usage_aggregates.value is distinct from excluded.value or log_usage_aggregates.final is distinct from excluded.final
+    then now_ms() else log_usage_aggregates.updated_at end`;
+
 /** Cross-tenant work of the governance jobs (rollup, evaluation, enforcement refresh). */
 export const governanceQueries = {
   /**
    * Upserts absolute minute values, then recomputes the hour/day/month windows holding them from the
    * minute rows. Idempotent. Values of a tenant that is tombstoned (or unknown) are not written: they
-   * are answered as `dropped`, for the caller to delete at their source.
+   * are answered as `dropped`, for the caller to delete at their source. `refreshed_at` says when a
+   * window was last recomputed, `updated_at` when its value (or finality) last changed.
    */
   async rollup(sql: Sql, all: MinuteValue[], now: number, newId: () => string): Promise<{ dropped: Set<string> }> {
     if (!all.length) return { dropped: new Set() };
@@ -108,7 +115,7 @@ export const governanceQueries = {
         const part = minutes.slice(i, i + 1000);
         await tx`insert into log_usage_aggregates ${tx(part.map(({ minute: _m, ...x }) => x), 'id', 'tenant_id', 'tenant_key', 'log_type', 'plane', 'lane', 'metric_name', 'window_kind', 'window_start_at', 'window_end_at', 'value', 'final')}
           on conflict (tenant_id, tenant_key, log_type, plane, lane, metric_name, window_kind, window_start_at)
-          do update set value = excluded.value, final = excluded.final, updated_at = now_ms()`;
+          do update set ${tx.unsafe(REFRESH)}`;
       }
       for (const kind of ['hour', 'day', 'month'] as const) {
         const wins = new Map<string, { tenant_id: string; start: number; end: number }>();
@@ -119,7 +126,7 @@ export const governanceQueries = {
             from log_usage_aggregates where tenant_id = ${w.tenant_id} and window_kind = 'minute' and window_start_at >= ${w.start} and window_start_at < ${w.end}
             group by tenant_id, tenant_key, log_type, plane, lane, metric_name
             on conflict (tenant_id, tenant_key, log_type, plane, lane, metric_name, window_kind, window_start_at)
-            do update set value = excluded.value, final = excluded.final, updated_at = now_ms()`;
+            do update set ${tx.unsafe(REFRESH)}`;
         }
       }
       return { dropped };
