@@ -66,6 +66,7 @@ async function cyclesAfter(since: number, n: number, each: () => Promise<void>):
   }, 20_000, 100);
 }
 
+type Subtest = Parameters<Parameters<typeof t.test>[0]>[0];
 const platform = await adminOf(srv, ['admin:*'], 'pf-plat', true);
 const tenant = async (label: string) => {
   const boot = await setupTenant(srv, label);
@@ -138,7 +139,7 @@ async function jobsOf(tenantId: string): Promise<string[]> {
 }
 
 /** Traffic of one tenant: tokens (token decisions logged), introspection, a revocation, a user, a failing webhook, a quota policy. */
-async function traffic(x: typeof D) {
+async function traffic(t: Subtest, x: typeof D) {
   ok(await x.call('PUT', '/api/admin/logging-policies/settings', { token_decision_logging: true }), 'logging settings');
   ok(await x.call('POST', '/api/admin/webhooks', { name: 'h', url: `${rx.url}/hook`, events: ['user.created'], retry_policy: { max_retries: 3, retry_interval: 3600 } }), 'webhook');
   ok(await x.call('POST', '/api/admin/logging-policies/quotas', { metric_name: 'records', window_kind: 'day', hard_limit: 1, enforcement_mode: 'notify' }), 'quota policy');
@@ -151,7 +152,7 @@ async function traffic(x: typeof D) {
 }
 
 /** The spec's login flow for a new address of the tenant: an interaction, a code, a session, an authorization code, tokens. */
-async function signIn(x: typeof D): Promise<{ jti: string }> {
+async function signIn(t: Subtest, x: typeof D): Promise<{ jti: string }> {
   const web = x.boot.clients.web;
   const email = uniqueEmail('pf-login');
   const { verifier, challenge } = pkce();
@@ -171,9 +172,9 @@ async function signIn(x: typeof D): Promise<{ jti: string }> {
 }
 
 t.test('after the purge no row, Redis key or queued job of the tenant comes back; another tenant keeps its own', async (t) => {
-  const dTraffic = await traffic(D);
-  const kTraffic = await traffic(K);
-  const login = await signIn(D);
+  const dTraffic = await traffic(t, D);
+  const kTraffic = await traffic(t, K);
+  const login = await signIn(t, D);
   // Each tenant's first delivery fails and its retry waits an hour in the queue.
   const delayed = async (tenantId: string) => (await webhookQueue.getDelayed()).filter((job) => job.data.tenantId === tenantId).length;
   await waitFor(async () => (await delayed(D.id)) >= 1 && (await delayed(K.id)) >= 1, 15_000, 100);
