@@ -75,6 +75,9 @@ function tenantInJson(raw: string | null): string | null {
   } catch { return null; }
 }
 
+/** A key of another type than its family's is nobody's; any other error fails the purge (its job is retried). */
+const notOfType = (err: Error): null => { if (/WRONGTYPE/.test(err.message)) return null; throw err; };
+
 /** A SCAN MATCH pattern for every key starting with `text` (glob characters escaped). */
 const startingWith = (text: string) => `${text.replace(/[*?[\]\\{}]/g, '\\$&')}*`;
 
@@ -111,7 +114,7 @@ export async function purgeTenantKeys(deps: Pick<Deps, 'redis' | 'config'>, tena
         const family = redisKeys.tenantValueKeys.find((f) => k.startsWith(f.prefix));
         // Authorization codes: the record only (`ac:{<hash>}`); its companions go with it.
         if (!family || (family.prefix === 'ac:{' && !k.endsWith('}'))) return;
-        const owner = family.read === 'hash-t' ? await deps.redis.hget(k, 't') : tenantInJson(await deps.redis.get(k));
+        const owner = family.read === 'hash-t' ? await deps.redis.hget(k, 't').catch(notOfType) : tenantInJson(await deps.redis.get(k).catch(notOfType));
         if (owner === tenantId) gone.push(k, ...(family.prefix === 'ac:{' ? redisKeys.authCodeCompanions(k) : []));
       }));
       const byTag = new Map<string, string[]>();
