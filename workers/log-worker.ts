@@ -12,6 +12,7 @@ import { archiveQueries } from '../src/store/log-archive.js';
 import { closeRedis, createRedis } from '../src/store/redis.js';
 import { queuePrefix } from '../src/store/redis-keys.js';
 import { createSql } from '../src/store/sql.js';
+import { TOMBSTONE_STATUSES } from '../src/store/tenants.js';
 import { PiiVault } from '../src/store/pii-vault.js';
 import { configureFieldSealing } from '../src/pii/fields.js';
 
@@ -49,7 +50,9 @@ export async function startLogWorker(config: Config, log: Logger): Promise<Runni
     }
     const r = await runArchive({ sql, config, log, admission: g.admission, meter: g.meter });
     // Rewrap jobs queued in Postgres whose BullMQ job was lost (or never added) are added again; the job id de-duplicates.
-    const queued = await sql<Array<{ tenant_id: string; id: string }>>`select tenant_id, id from log_rewrap_jobs where status in ('queued', 'running') order by created_at limit 1000`;
+    // Not for a tombstoned tenant: its purge removes its jobs and must not find them queued again.
+    const queued = await sql<Array<{ tenant_id: string; id: string }>>`select j.tenant_id, j.id from log_rewrap_jobs j join tenants t on t.id = j.tenant_id
+      where j.status in ('queued', 'running') and t.status <> all(${TOMBSTONE_STATUSES as string[]}::text[]) order by j.created_at limit 1000`;
     for (const j of queued) await rewrapQueue.add('rewrap', { tenantId: j.tenant_id, jobId: j.id }, { jobId: j.id, attempts: REWRAP_ATTEMPTS, backoff: { type: 'exponential', delay: 500 }, removeOnComplete: true, removeOnFail: 1000 });
     return r;
   }, { connection, prefix, concurrency: 1 });

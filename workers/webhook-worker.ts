@@ -6,6 +6,7 @@ import { createLogger, type Logger } from '../src/log.js';
 import { recordLogsInTx } from '../src/logging/pipeline.js';
 import { Store } from '../src/store/index.js';
 import { createSql } from '../src/store/sql.js';
+import { listTombstonedTenants, lockLiveTenants } from '../src/store/tenants.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
 import { createDeliveryQueue, createWorkerConnection, deliveryJobId, queuePrefix, WEBHOOK_QUEUE, type DeliveryJob } from '../src/webhooks/queue.js';
 import { backoffMs } from '../src/webhooks/retry.js';
@@ -62,6 +63,8 @@ async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store
   if (!loaded) return 'gone';
   const { delivery: d, webhook: w } = loaded;
   if (d.status !== 'pending' || d.attempt !== attempt) return 'stale';
+  // Nothing more is sent for a tenant being deleted.
+  if ((await listTombstonedTenants(store.sql, tenantId)).length) return 'gone';
   if (w.status !== 'active') {
     await webhooks.abandonDelivery(deliveryId, attempt, 'webhook is inactive', Date.now());
     return 'inactive';
@@ -79,6 +82,8 @@ async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store
   const completedAt = Date.now();
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;
   const recorded = await store.transaction(tenantId, async (s, tx) => {
+    // A tenant tombstoned while the request was out: nothing is recorded, no retry queued (its purge removes the rest).
+    if (!(await lockLiveTenants(tx, [tenantId])).size) return false;
     const done = await s.webhooks.recordAttempt(deliveryId, attempt, {
       ok: r.ok, responseStatus: r.status, responseTimeMs: r.durationMs, error: r.error, startedAt, completedAt, nextAttemptAt,
     });

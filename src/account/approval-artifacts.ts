@@ -84,7 +84,7 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
         const user = await store.users.get(ctx.actor.id);
         if (!user) throw new Conflict('conflict', 'The approver has no email address on record.');
         const { code, ttl } = await issueStepUpCode(deps.redis, codeKey, ctx.tenantId, a, ctx.actor.id, now);
-        await loginContext(deps).mail().sendApprovalCode(user.email, code, r.id, ttl);
+        await loginContext(deps).mail().sendApprovalCode(ctx.tenantId, user.email, code, r.id, ttl);
         return { status: 202, headers: NO_STORE, body: { sent: true, expires_in: ttl } };
       },
     }),

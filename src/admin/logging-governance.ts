@@ -15,7 +15,7 @@ function usageView(u: UsageRow) {
   return {
     id: u.id, tenant_id: u.tenant_id, tenant_key: u.tenant_key === '' ? null : u.tenant_key, log_type: u.log_type, plane: u.plane, lane: u.lane,
     metric_name: u.metric_name, window_kind: u.window_kind, window_start_at: Number(u.window_start_at), window_end_at: Number(u.window_end_at),
-    value: Number(u.value), final: u.final, updated_at: Number(u.updated_at),
+    value: Number(u.value), final: u.final, refreshed_at: Number(u.refreshed_at), created_at: Number(u.created_at), updated_at: Number(u.updated_at),
     metadata_json: JSON.stringify({ final: u.final, source: 'redis_minute_counters' }), source_table: 'log_usage_aggregates',
   };
 }
@@ -47,7 +47,7 @@ export function loggingGovernanceRoutes(deps: Deps): Route[] {
   return [
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/logging-policies/usage-aggregates', permission: READ, tags, query: 'query.log-usage-aggregates',
-      summary: 'A tenant\'s log usage per window (minute, hour, day, month; UTC), newest window first', response: { 200: 'admin.log-usage-aggregate-list' },
+      summary: 'A tenant\'s log usage per window (hour, day, month; UTC; minute windows only when asked for by window_kind), newest window first', response: { 200: 'admin.log-usage-aggregate-list' },
       handler: async ({ ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logGovernance;
         const rows = await repo.usage({ tenant_key: query.tenant_key, metric_name: query.metric_name, window_kind: query.window_kind, since: query.since, until: query.until, limit: query.limit });

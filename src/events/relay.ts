@@ -99,7 +99,9 @@ export class OutboxRelay {
       data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt },
       opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
     })));
-    await this.deliveries.markQueued(items, Date.now());
+    // A delivery purged between the read and the add (its tenant deleted meanwhile) must not leave its job queued.
+    const gone = await this.deliveries.markQueued(items, Date.now());
+    for (const i of gone) await this.queue.remove(deliveryJobId(i.id, i.attempt)).catch(() => 0);
   }
 
   private async checkSentinel(): Promise<void> {

@@ -5,6 +5,7 @@ import { applyUserChange } from '../field-mapping/apply-change.js';
 import { LIMITS, type Mapping, type Reason, type Row } from '../field-mapping/model.js';
 import { compareWithUser, toUserChange } from '../field-mapping/user-fields.js';
 import type { Store } from '../store/index.js';
+import { lockLiveTenants } from '../store/tenants.js';
 import { recordEvents } from '../events/outbox.js';
 import type { BatchCounts, RowOutcome } from '../store/user-jobs.js';
 import { IMPORT_CSV } from './check-file.js';
@@ -74,9 +75,10 @@ async function failParse(repo: ReturnType<Store['forTenant']>['userJobs'], jobId
   return { status: 'failed', processed };
 }
 
-/** One batch in one transaction; false when the job is no longer running (cancelled). */
+/** One batch in one transaction; false when the job is no longer running (cancelled, or its tenant tombstoned: nothing is written behind its purge). */
 async function commitBatch(store: Store, tenantId: string, jobId: string, m: Mapping, batch: Array<{ index: number; row: Row }>, upTo: number): Promise<boolean> {
   return store.transaction(tenantId, async (s, tx) => {
+    if (!(await lockLiveTenants(tx, [tenantId])).size) return false;
     const job = await s.userJobs.get(jobId, 'import', { lock: true });
     if (job?.status !== 'running') return false;
     const done = await s.userJobs.doneRows(jobId, batch[0]!.index, upTo);

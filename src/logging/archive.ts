@@ -3,9 +3,10 @@ import type { Logger } from '../log.js';
 import { newId } from '../store/ids.js';
 import { Store } from '../store/index.js';
 import { archiveQueries, type ChunkRow, type DestinationRow, type LogArchiveRepository } from '../store/log-archive.js';
-import type { Sql } from '../store/sql.js';
+import type { Db, Sql } from '../store/sql.js';
+import { lockLiveTenants } from '../store/tenants.js';
 import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } from './chunk-crypto.js';
-import { destinationDir, postToSink, readObject, writeObject } from './destinations.js';
+import { destinationDir, postToSink, readObject, removeObject, writeObject } from './destinations.js';
 import type { Lane, LogAdmission, LogType, Plane, UsageMeter } from './types.js';
 import { PiiVault } from '../store/pii-vault.js';
 import { openFields } from '../pii/fields.js';
@@ -92,7 +93,17 @@ export async function runArchive(ctx: ArchiveCtx): Promise<{ committed: number; 
   });
 }
 
-/** Finishes one pending chunk; answers its record count once committed (null when there was nothing to commit). */
+/** Deletes a pending chunk and its records: nothing of it is archived (every record dropped, or its tenant tombstoned). */
+async function dropChunk(db: Db, tenantId: string, chunkId: string): Promise<void> {
+  await db`delete from log_records where tenant_id = ${tenantId} and chunk_id = ${chunkId}`;
+  await db`delete from log_chunks where tenant_id = ${tenantId} and id = ${chunkId} and status = 'pending'`;
+}
+
+/**
+ * Finishes one pending chunk; answers its record count once committed (null when there was nothing to
+ * commit). The chunk of a tombstoned tenant is dropped, never archived: checked in the transaction that
+ * creates its key registry (when it has none yet) and in the transaction that commits it.
+ */
 async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chunkId: string): Promise<number | null> {
   const { config, admission, meter } = ctx;
   const repo = store.forTenant(tenantId).logArchive;
@@ -113,13 +124,12 @@ async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chun
     kept.push(r);
   }
   if (!kept.length) {
-    await ctx.sql.begin(async (tx) => {
-      await tx`delete from log_records where tenant_id = ${tenantId} and chunk_id = ${chunkId}`;
-      await tx`delete from log_chunks where tenant_id = ${tenantId} and id = ${chunkId} and status = 'pending'`;
-    });
+    await ctx.sql.begin((tx) => dropChunk(tx, tenantId, chunkId));
     return null;
   }
-  const registry = await ensureRegistry(config, repo, tenantId, chunk.log_type, chunk.plane);
+  const registry = (await repo.registryFor(chunk.log_type, chunk.plane)) ?? await store.transaction(tenantId, async (s, tx) => ((await lockLiveTenants(tx, [tenantId])).size
+    ? ensureRegistry(config, s.logArchive, tenantId, chunk.log_type, chunk.plane) : null));
+  if (!registry) { await ctx.sql.begin((tx) => dropChunk(tx, tenantId, chunkId)); return null; }
   const version = registry.active_version;
   const key = await versionKey(config, repo, tenantId, registry.id, version);
   const { plain, sha256 } = plaintextOf(kept.map((r) => ({ ts: Number(r.ts), tenant_id: tenantId, log_type: r.log_type, plane: r.plane, lane: r.lane, body: openFields(tenantId, r.body) })));
@@ -143,6 +153,7 @@ async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chun
     }
   }
   const done = await ctx.sql.begin(async (tx) => {
+    if (!(await lockLiveTenants(tx, [tenantId])).size) { await dropChunk(tx, tenantId, chunkId); return 'dropped' as const; }
     const r = await tx`update log_chunks set status = 'committed', record_count = ${kept.length}, byte_count = ${obj.length}, plain_bytes = ${plain.length},
         sha256 = ${sha256}, key_registry_id = ${registry.id}, key_version = ${version}, object_key = ${okey}, destination_id = ${primary?.id ?? null},
         delivered = ${tx.json(delivered as never)}, committed_at = now_ms()
@@ -154,6 +165,11 @@ async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chun
       where tenant_id = ${tenantId} and registry_id = ${registry.id} and version = ${version} and status = 'retired'`;
     return true;
   });
+  if (done === 'dropped') {
+    // Tombstoned while it was being written: its object goes too (its key registry goes with the purge anyway).
+    await removeObject(destinationDir(config, primary), okey).catch(() => {});
+    return null;
+  }
   if (!done) return null;
   meter.count(tenantId, logType, plane, kept[0]!.lane as Lane, 'chunks', 1);
   return kept.length;

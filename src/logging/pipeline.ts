@@ -1,12 +1,17 @@
 import type { Logger } from '../log.js';
 import { insertLogRecords } from '../store/log-archive.js';
+import type { TenantTombstones } from '../tenants/fence.js';
 import type { Db, Sql } from '../store/sql.js';
 import type { LogAdmission, LogRecord, UsageMeter } from './types.js';
 
 /** Whether a tenant's logging policy turns token decisions on: a value when known in process memory, else a promise. */
 export type TokenLoggingLookup = (tenantId: string) => boolean | Promise<boolean>;
 
-export interface PipelineOptions { flushMs: number; bufferMax: number; tokenLogging: TokenLoggingLookup }
+export interface PipelineOptions {
+  flushMs: number; bufferMax: number; tokenLogging: TokenLoggingLookup;
+  /** Tombstoned tenants: nothing is buffered for them, and what was buffered before is dropped at the flush. */
+  fence?: TenantTombstones;
+}
 
 const bytesOf = (r: LogRecord) => Buffer.byteLength(JSON.stringify(r.body));
 
@@ -35,8 +40,9 @@ export class LogPipeline {
     await this.flush();
   }
 
-  /** Admits, meters and buffers one record. */
+  /** Admits, meters and buffers one record (none for a tombstoned tenant). */
   append(r: LogRecord): void {
+    if (this.opts.fence?.has(r.tenantId)) return;
     if (r.lane !== 'critical' && !this.admission.admit(r.tenantId, r.logType, r.plane, r.lane)) {
       this.meter.count(r.tenantId, r.logType, r.plane, r.lane, 'dropped_records', 1);
       return;
@@ -56,13 +62,19 @@ export class LogPipeline {
     else if (on !== false) void on.then((yes) => { if (yes) this.append(rec()); }, () => {});
   }
 
-  /** Appends the buffer in one statement; a failed append keeps the records for the next try. */
+  /**
+   * Appends the buffer in one statement; a failed append keeps the records for the next try. Records of
+   * a tenant tombstoned since they were buffered are dropped: here when this process knows it, else by
+   * the statement itself (it inserts only records of tenants not tombstoned).
+   */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing;
+    const fence = this.opts.fence;
+    if (fence) this.buffer = this.buffer.filter((r) => !fence.has(r.tenantId));
     if (!this.buffer.length) return Promise.resolve();
     const batch = this.buffer;
     this.buffer = [];
-    this.flushing = insertLogRecords(this.sql, batch, true).catch((err: Error) => {
+    this.flushing = insertLogRecords(this.sql, batch, true, { liveTenantsOnly: true }).catch((err: Error) => {
       this.log.warn({ err: err.message, records: batch.length }, 'log records not appended; retrying');
       this.buffer = batch.concat(this.buffer);
       // Bound memory while the database is away: drop the oldest non-critical records beyond 10x the buffer.

@@ -43,7 +43,7 @@ export async function generateCode(ctx: LoginContext, a: { email: string; tenant
   } catch (err) {
     throw new ServiceUnavailable('The code could not be stored; retry shortly.', 1, err);
   }
-  await ctx.mail().sendLoginCode(a.email.trim(), code, a.clientName, LOGIN.codeTtlSeconds);
+  await ctx.mail().sendLoginCode(a.tenantId, a.email.trim(), code, a.clientName, LOGIN.codeTtlSeconds);
   return { expiresIn: LOGIN.codeTtlSeconds };
 }
 

@@ -8,9 +8,10 @@ import { mailKey, seal } from './seal.js';
 
 export const EMAIL_QUEUE = 'email';
 
-/** One email job. `sealed` is the one-time code, encrypted for the worker (see seal.ts). */
+/** One email job. `sealed` is the one-time code, encrypted for the worker (see seal.ts); `tenantId` names whose it is (a tenant's purge removes its jobs). */
 export interface LoginCodeJob {
   template: 'login_code';
+  tenantId: string;
   to: string;
   sealed: string;
   clientName: string;
@@ -20,6 +21,7 @@ export interface LoginCodeJob {
 /** A step-up code for completing an approval artifact (src/elevation/artifacts.ts). */
 export interface ApprovalCodeJob {
   template: 'approval_code';
+  tenantId: string;
   to: string;
   sealed: string;
   requestId: string;
@@ -54,17 +56,17 @@ export class MailQueue {
     this.key = mailKey(config.keyEncryptionKey);
   }
 
-  async sendLoginCode(to: string, code: string, clientName: string, expiresInSeconds: number): Promise<void> {
+  async sendLoginCode(tenantId: string, to: string, code: string, clientName: string, expiresInSeconds: number): Promise<void> {
     try {
-      await this.queue.add('login_code', { template: 'login_code', to, sealed: seal(this.key, code, to), clientName, expiresInSeconds });
+      await this.queue.add('login_code', { template: 'login_code', tenantId, to, sealed: seal(this.key, code, to), clientName, expiresInSeconds });
     } catch (err) {
       throw new ServiceUnavailable('The code could not be sent; retry shortly.', 1, err);
     }
   }
 
-  async sendApprovalCode(to: string, code: string, requestId: string, expiresInSeconds: number): Promise<void> {
+  async sendApprovalCode(tenantId: string, to: string, code: string, requestId: string, expiresInSeconds: number): Promise<void> {
     try {
-      await this.queue.add('approval_code', { template: 'approval_code', to, sealed: seal(this.key, code, to), requestId, expiresInSeconds });
+      await this.queue.add('approval_code', { template: 'approval_code', tenantId, to, sealed: seal(this.key, code, to), requestId, expiresInSeconds });
     } catch (err) {
       throw new ServiceUnavailable('The code could not be sent; retry shortly.', 1, err);
     }

@@ -1,5 +1,6 @@
 import type { Cursor } from './cursor.js';
 import type { Db, Sql, TxSql } from './sql.js';
+import { TOMBSTONE_STATUSES } from './tenants.js';
 
 /** One record as stored while it waits for its chunk (the fields of src/logging/types.ts LogRecord). */
 export interface LogRecordInput {
@@ -32,9 +33,24 @@ export interface RewrapJobRow {
   status: 'queued' | 'running' | 'succeeded' | 'failed'; error: string | null; created_at: number; updated_at: number;
 }
 
-/** Appends records in one statement (a batch from a process buffer, or the records of one business transaction). */
-export async function insertLogRecords(db: Db, records: readonly LogRecordInput[], metered: boolean): Promise<void> {
+/**
+ * Appends records in one statement (a batch from a process buffer, or the records of one business
+ * transaction). `liveTenantsOnly` (a process buffer, written outside any transaction of its tenant):
+ * records of a tombstoned tenant are left out by the statement itself, so a buffer flushed after a
+ * deletion the process has not heard of yet adds nothing behind the purge.
+ */
+export async function insertLogRecords(db: Db, records: readonly LogRecordInput[], metered: boolean, opts: { liveTenantsOnly?: boolean } = {}): Promise<void> {
   if (!records.length) return;
+  if (opts.liveTenantsOnly) {
+    await db`insert into log_records (tenant_id, log_type, plane, lane, ts, body, metered)
+      select x.tenant_id, x.log_type, x.plane, x.lane, x.ts::bigint, x.body::jsonb, ${metered}
+      from unnest(${records.map((r) => r.tenantId)}::text[], ${records.map((r) => r.logType)}::text[], ${records.map((r) => r.plane)}::text[],
+        ${records.map((r) => r.lane)}::text[], ${records.map((r) => String(r.ts))}::text[], ${records.map((r) => JSON.stringify(r.body))}::text[])
+        with ordinality as x(tenant_id, log_type, plane, lane, ts, body, n)
+      where not exists (select 1 from tenants t where t.id = x.tenant_id and t.status = any(${TOMBSTONE_STATUSES as string[]}::text[]))
+      order by x.n`;
+    return;
+  }
   const rows = records.map((r) => ({ tenant_id: r.tenantId, log_type: r.logType, plane: r.plane, lane: r.lane, ts: r.ts, body: JSON.parse(JSON.stringify(r.body)) as never, metered }));
   await db`insert into log_records ${db(rows, 'tenant_id', 'log_type', 'plane', 'lane', 'ts', 'body', 'metered')}`;
 }
@@ -199,10 +215,15 @@ export class LogArchiveRepository {
 export const archiveQueries = {
   /** Claims up to `limit` unclaimed records for new pending chunks, grouped by (tenant, log_type, plane, hour). */
   async claim(tx: TxSql, limit: number, newChunkId: () => string): Promise<number> {
-    // Records of a tenant that no longer exists (purged; e.g. the audit entry of the purge itself) go with it.
-    await tx`delete from log_records r where r.chunk_id is null and not exists (select 1 from tenants t where t.id = r.tenant_id)`;
+    // Records of a tenant that no longer exists or is tombstoned (deleting, deleted: written by a process
+    // that had not heard of the deletion yet) go with it, never into a chunk.
+    const tombstoned = TOMBSTONE_STATUSES as string[];
+    await tx`delete from log_records r where r.chunk_id is null
+      and not exists (select 1 from tenants t where t.id = r.tenant_id and t.status <> all(${tombstoned}::text[]))`;
     const rows = await tx<Array<{ tenant_id: string; id: string; log_type: string; plane: string; ts: string }>>`
-      select tenant_id, id, log_type, plane, ts from log_records where chunk_id is null order by id limit ${limit} for update skip locked`;
+      select r.tenant_id, r.id, r.log_type, r.plane, r.ts from log_records r where r.chunk_id is null
+        and exists (select 1 from tenants t where t.id = r.tenant_id and t.status <> all(${tombstoned}::text[]))
+      order by r.id limit ${limit} for update of r skip locked`;
     const groups = new Map<string, { tenantId: string; logType: string; plane: string; hour: number; ids: string[] }>();
     for (const r of rows) {
       const hour = Math.floor(Number(r.ts) / 3_600_000) * 3_600_000;

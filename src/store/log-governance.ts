@@ -1,4 +1,5 @@
 import type { Db, Sql } from './sql.js';
+import { lockLiveTenants, TOMBSTONE_STATUSES } from './tenants.js';
 
 export type WindowKind = 'minute' | 'hour' | 'day' | 'month';
 export type QuotaState = 'ok' | 'warning' | 'soft_exceeded' | 'hard_exceeded';
@@ -7,7 +8,7 @@ export type EnforcementAction = 'none' | 'notify' | 'throttle_non_critical' | 'b
 
 export interface UsageRow {
   tenant_id: string; id: string; tenant_key: string; log_type: string; plane: string; lane: string; metric_name: string;
-  window_kind: WindowKind; window_start_at: number; window_end_at: number; value: number; final: boolean; created_at: number; updated_at: number;
+  window_kind: WindowKind; window_start_at: number; window_end_at: number; value: number; final: boolean; created_at: number; updated_at: number; refreshed_at: number;
 }
 export interface QuotaPolicyRow {
   tenant_id: string; id: string; name: string | null; scope: 'platform' | 'tenant'; log_type: string | null; plane: string | null; lane: string | null;
@@ -39,12 +40,13 @@ export function windowOf(kind: WindowKind, ts: number): { start: number; end: nu
 export class LogGovernanceRepository {
   constructor(private readonly db: Db, readonly tenantId: string) {}
 
+  /** Windows of the tenant, newest first; minute rows only when asked for by `window_kind` (they are the rollup's own, see docs/logging.md). */
   usage(f: { tenant_key?: string | undefined; metric_name?: string | undefined; window_kind?: string | undefined; since?: number | undefined; until?: number | undefined; limit: number }): Promise<UsageRow[]> {
     const db = this.db;
     return db<UsageRow[]>`select * from log_usage_aggregates where tenant_id = ${this.tenantId}
       ${f.tenant_key !== undefined ? db`and tenant_key = ${f.tenant_key}` : db``}
       ${f.metric_name !== undefined ? db`and metric_name = ${f.metric_name}` : db``}
-      ${f.window_kind !== undefined ? db`and window_kind = ${f.window_kind}` : db``}
+      ${f.window_kind !== undefined ? db`and window_kind = ${f.window_kind}` : db`and window_kind <> 'minute'`}
       ${f.since !== undefined ? db`and window_start_at >= ${f.since}` : db``}
       ${f.until !== undefined ? db`and window_start_at <= ${f.until}` : db``}
       order by window_start_at desc, window_kind, log_type, plane, lane, metric_name limit ${f.limit}`;
@@ -89,18 +91,31 @@ export class LogGovernanceRepository {
   }
 }
 
+/** The upsert of a recomputed window: always refreshed; updated only when its value or finality changed. */
+const REFRESH = `value = excluded.value, final = excluded.final, refreshed_at = now_ms(),
+  updated_at = case when log_usage_aggregates.value is distinct from excluded.value or log_usage_aggregates.final is distinct from excluded.final
+    then now_ms() else log_usage_aggregates.updated_at end`;
+
 /** Cross-tenant work of the governance jobs (rollup, evaluation, enforcement refresh). */
 export const governanceQueries = {
-  /** Upserts absolute minute values, then recomputes the hour/day/month windows holding them from the minute rows. Idempotent. */
-  async rollup(sql: Sql, rows: MinuteValue[], now: number, newId: () => string): Promise<void> {
-    if (!rows.length) return;
-    await sql.begin(async (tx) => {
+  /**
+   * Upserts absolute minute values, then recomputes the hour/day/month windows holding them from the
+   * minute rows. Idempotent. Values of a tenant that is tombstoned (or unknown) are not written: they
+   * are answered as `dropped`, for the caller to delete at their source. `refreshed_at` says when a
+   * window was last recomputed, `updated_at` when its value (or finality) last changed.
+   */
+  async rollup(sql: Sql, all: MinuteValue[], now: number, newId: () => string): Promise<{ dropped: Set<string> }> {
+    if (!all.length) return { dropped: new Set() };
+    return sql.begin(async (tx) => {
+      const live = await lockLiveTenants(tx, all.map((r) => r.tenant_id));
+      const dropped = new Set(all.map((r) => r.tenant_id).filter((t) => !live.has(t)));
+      const rows = all.filter((r) => live.has(r.tenant_id));
       const minutes = rows.map((r) => ({ ...r, id: newId(), window_kind: 'minute', window_start_at: r.minute, window_end_at: r.minute + 60_000, final: r.minute + 60_000 <= now }));
       for (let i = 0; i < minutes.length; i += 1000) {
         const part = minutes.slice(i, i + 1000);
         await tx`insert into log_usage_aggregates ${tx(part.map(({ minute: _m, ...x }) => x), 'id', 'tenant_id', 'tenant_key', 'log_type', 'plane', 'lane', 'metric_name', 'window_kind', 'window_start_at', 'window_end_at', 'value', 'final')}
           on conflict (tenant_id, tenant_key, log_type, plane, lane, metric_name, window_kind, window_start_at)
-          do update set value = excluded.value, final = excluded.final, updated_at = now_ms()`;
+          do update set ${tx.unsafe(REFRESH)}`;
       }
       for (const kind of ['hour', 'day', 'month'] as const) {
         const wins = new Map<string, { tenant_id: string; start: number; end: number }>();
@@ -111,14 +126,17 @@ export const governanceQueries = {
             from log_usage_aggregates where tenant_id = ${w.tenant_id} and window_kind = 'minute' and window_start_at >= ${w.start} and window_start_at < ${w.end}
             group by tenant_id, tenant_key, log_type, plane, lane, metric_name
             on conflict (tenant_id, tenant_key, log_type, plane, lane, metric_name, window_kind, window_start_at)
-            do update set value = excluded.value, final = excluded.final, updated_at = now_ms()`;
+            do update set ${tx.unsafe(REFRESH)}`;
         }
       }
-    });
+      return { dropped };
+    }) as Promise<{ dropped: Set<string> }>;
   },
 
+  /** Active policies of tenants that are not tombstoned. */
   activePolicies(sql: Sql): Promise<QuotaPolicyRow[]> {
-    return sql<QuotaPolicyRow[]>`select * from log_quota_policies where active order by tenant_id, id`;
+    return sql<QuotaPolicyRow[]>`select p.* from log_quota_policies p join tenants t on t.id = p.tenant_id
+      where p.active and t.status <> all(${TOMBSTONE_STATUSES as string[]}::text[]) order by p.tenant_id, p.id`;
   },
 
   /** The usage a policy counts in one window: its tenant's (all tenants' for a platform policy), narrowed by its log_type/plane/lane. */

@@ -102,15 +102,37 @@ export const redisKeys = {
 
   // --- background work ---
   /**
-   * Patterns (SCAN MATCH, before the keyPrefix) of every key that belongs to one tenant, for its purge
-   * (src/tenants/purge.ts). The purge writes the suspension mark again afterwards: a deleted tenant's tokens stay refused.
+   * Whether a key (before the keyPrefix) belongs to one tenant by its name, for the tenant's purge
+   * (src/tenants/purge.ts): its marks and approval codes (tag `{t:<tenant>}`), its consent cache, the
+   * introspection cache, client-assertion jtis and failure budget of its clients, the rate windows of
+   * its check API keys, and the revocation entries of its tokens (their keys given). The purge writes
+   * the suspension mark again afterwards: a deleted tenant's tokens stay refused.
    */
-  tenantKeyPatterns: (tenant: string) => [`rvm:{t:${tenant}}:*`, `apc:{t:${tenant}}:*`, `consent:${tenant}:*`],
+  tenantOwns: (o: { tenant: string; clientIds: ReadonlySet<string>; checkKeyIds: ReadonlySet<string>; revokedJtiKeys: ReadonlySet<string> }) => (key: string): boolean => {
+    if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`)) return true;
+    const tagged = /^(ic|ca|ck:rl):\{([^}]*)\}:/.exec(key);
+    if (tagged) return (tagged[1] === 'ck:rl' ? o.checkKeyIds : o.clientIds).has(tagged[2]!);
+    if (key.startsWith('bf:client:')) return o.clientIds.has(key.slice('bf:client:'.length)); // clientAuthFail (ids over 200 characters are cut there)
+    return o.revokedJtiKeys.has(key);
+  },
+  /**
+   * Keys that name their tenant only in their value (the purge reads them): sessions, sign-in
+   * interactions, WebAuthn challenges (JSON with `tenantId`, an interaction's under `request`), one-time
+   * codes (hash field `t`), authorization code records (JSON `tenantId`; their `:used`, `:issued` and
+   * `:replayed` companions go with them).
+   */
+  tenantValueKeys: [
+    { prefix: 'sess:', read: 'json' }, { prefix: 'ia:', read: 'json' }, { prefix: 'wa:', read: 'json' },
+    { prefix: 'otp:', read: 'hash-t' }, { prefix: 'ac:{', read: 'json' },
+  ] as ReadonlyArray<{ prefix: string; read: 'json' | 'hash-t' }>,
+  /** The companions of an authorization code record (same tag): deleted with it. */
+  authCodeCompanions: (recordKey: string) => [`${recordKey}:used`, `${recordKey}:issued`, `${recordKey}:replayed`],
 
   // --- log usage (src/logging/usage/) ---
   /**
    * Log usage counters of one UTC minute (epoch ms of its start): a hash, field
-   * `<tenant>\t<tenant_key>\t<log_type>\t<plane>\t<lane>\t<metric>`. Tag `{logusage}` on it and on
+   * `<tenant>\t<tenant_key>\t<log_type>\t<plane>\t<lane>\t<metric>` (a tenant's purge deletes its
+   * fields; the rollup those of any tombstoned tenant). Tag `{logusage}` on it and on
    * `logUsageMinutes`: a meter flush is one pipeline of HINCRBYs, ZADD and PEXPIRE over both, and
    * the rollup reads both, so they share a slot (one slot for all usage: a minute hash is small).
    */

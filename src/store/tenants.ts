@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db } from './sql.js';
+import type { Db, TxSql } from './sql.js';
 
 export type TenantStatus = 'active' | 'suspended' | 'deleting' | 'deleted';
 
@@ -76,4 +76,32 @@ export function listAllTenants(db: Db, f: { limit: number; cursor?: Cursor | und
 /** Platform-wide: tenants not serving (suspended, deleting, deleted), for refilling the suspension marks. */
 export function listRefusedTenants(db: Db): Promise<Array<{ id: string; status: TenantStatus }>> {
   return db<Array<{ id: string; status: TenantStatus }>>`select id, status from tenants where status <> 'active'`;
+}
+
+/**
+ * Statuses after which nothing new may be written for a tenant (its tombstone): its purge is under way
+ * (`deleting`) or done (`deleted`). A tombstone is never lifted.
+ */
+export const TOMBSTONE_STATUSES: readonly TenantStatus[] = ['deleting', 'deleted'];
+
+/**
+ * Inside the transaction of a background writer (archive, rollup, quota evaluation, relay, import):
+ * which of `tenantIds` are not tombstoned, each locked FOR KEY SHARE until commit. The DELETE route
+ * moves a tenant to `deleting` under FOR UPDATE, which waits for a writer that locked first (whose rows
+ * the purge, queued after that commit, then deletes); a writer that comes later sees `deleting` and
+ * must write nothing for the tenant. So no row can be written behind the purge. Locked in id order.
+ */
+export async function lockLiveTenants(tx: TxSql, tenantIds: readonly string[]): Promise<Set<string>> {
+  const ids = [...new Set(tenantIds)];
+  if (!ids.length) return new Set();
+  const rows = await tx<Array<{ id: string }>>`select id from tenants where id = any(${ids}::text[])
+    and status <> all(${TOMBSTONE_STATUSES as string[]}::text[]) order by id for key share`;
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Platform-wide: the ids of every tombstoned tenant (the in-memory fence of each process, src/tenants/fence.ts). */
+export async function listTombstonedTenants(db: Db, tenantId?: string): Promise<string[]> {
+  const rows = await db<Array<{ id: string }>>`select id from tenants where status = any(${TOMBSTONE_STATUSES as string[]}::text[])
+    ${tenantId === undefined ? db`` : db`and id = ${tenantId}`}`;
+  return rows.map((r) => r.id);
 }

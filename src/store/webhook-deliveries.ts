@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import { lockLiveTenants, TOMBSTONE_STATUSES } from './tenants.js';
 import type { RequestBody, WebhookRow } from './webhooks.js';
 
 /** An undispatched outbox row. */
@@ -25,8 +26,9 @@ export class CrossTenantDeliveries {
   /**
    * Fans out up to `batch` undispatched outbox rows in one transaction: `plan` picks the deliveries
    * from the rows and the active webhooks of their tenants, which are inserted (once per webhook and
-   * outbox row), and the rows are marked dispatched. Rows locked by another relay are skipped.
-   * Returns how many outbox rows were handled.
+   * outbox row), and the rows are marked dispatched. Rows locked by another relay are skipped. Events
+   * of a tombstoned tenant are marked dispatched with no delivery (its tenants are checked and locked in
+   * this transaction, see lockLiveTenants). Returns how many outbox rows were handled.
    */
   fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[]): Promise<number> {
     return this.sql.begin(async (tx) => {
@@ -34,7 +36,7 @@ export class CrossTenantDeliveries {
         select id, tenant_id, event, data, occurred_at from event_outbox
         where dispatched_at is null order by id limit ${batch} for update skip locked`;
       if (!events.length) return 0;
-      const tenants = [...new Set(events.map((e) => e.tenant_id))];
+      const tenants = [...(await lockLiveTenants(tx, events.map((e) => e.tenant_id)))];
       const hooks = await tx<FanOutHook[]>`
         select tenant_id, id, events, filters, max_retries from webhooks
         where tenant_id = any(${tenants}::text[]) and status = 'active'`;
@@ -54,20 +56,28 @@ export class CrossTenantDeliveries {
     }) as Promise<number>;
   }
 
-  /** Pending deliveries whose current attempt is not (known to be) in the queue. */
+  /** Pending deliveries whose current attempt is not (known to be) in the queue; none of a tombstoned tenant. */
   unqueued(limit: number): Promise<Unqueued[]> {
     return this.sql<Unqueued[]>`
-      select tenant_id, id, attempt, next_attempt_at from webhook_deliveries
-      where status = 'pending' and queued_at is null order by next_attempt_at limit ${limit}`;
+      select d.tenant_id, d.id, d.attempt, d.next_attempt_at from webhook_deliveries d
+      where d.status = 'pending' and d.queued_at is null
+        and not exists (select 1 from tenants t where t.id = d.tenant_id and t.status = any(${TOMBSTONE_STATUSES as string[]}::text[]))
+      order by d.next_attempt_at limit ${limit}`;
   }
 
-  /** Marks attempts as enqueued, each by (tenant, delivery, attempt); one that has moved on since (or was reset) is left alone. */
-  async markQueued(items: Unqueued[], nowMs: number): Promise<void> {
-    if (!items.length) return;
-    await this.sql`
-      update webhook_deliveries d set queued_at = ${nowMs}
-      from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => String(i.attempt))}::text[]::int[]) as u(tenant_id, id, attempt)
-      where d.tenant_id = u.tenant_id and d.id = u.id and d.attempt = u.attempt and d.status = 'pending'`;
+  /**
+   * Marks attempts as enqueued, each by (tenant, delivery, attempt); one that has moved on since (or was
+   * reset) is left alone. Answers the items whose delivery no longer exists (purged meanwhile).
+   */
+  async markQueued(items: Unqueued[], nowMs: number): Promise<Unqueued[]> {
+    if (!items.length) return [];
+    const gone = await this.sql<Array<{ n: string }>>`
+      with u as (select * from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => String(i.attempt))}::text[]::int[])
+        with ordinality as u(tenant_id, id, attempt, n)),
+      m as (update webhook_deliveries d set queued_at = ${nowMs} from u
+        where d.tenant_id = u.tenant_id and d.id = u.id and d.attempt = u.attempt and d.status = 'pending' returning 1)
+      select u.n::text as n from u where not exists (select 1 from webhook_deliveries d where d.tenant_id = u.tenant_id and d.id = u.id)`;
+    return gone.map((g) => items[Number(g.n) - 1]!);
   }
 
   /** After the queue's Redis lost its data: every pending delivery must be enqueued again. */

@@ -1,4 +1,7 @@
 import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { counterField } from '../logging/usage/meter.js';
+import { RevocationStore } from '../tokens/revocation.js';
 import type { Deps } from '../deps.js';
 import type { PiiVault } from '../store/pii-vault.js';
 import type { AuditActor } from '../store/audit-log.js';
@@ -49,51 +52,159 @@ export async function purgeTenantRows(sql: Sql, tenantId: string): Promise<numbe
   return total;
 }
 
+/** What names a tenant in Redis, gathered from its rows before they are deleted. */
+export interface TenantRedisIds { clientIds: string[]; checkKeyIds: string[]; revokedJtis: string[] }
+
+/** The ids of a tenant that its Redis keys are named by (its clients, check API keys and revoked tokens). */
+export async function tenantRedisIds(sql: Sql, tenantId: string): Promise<TenantRedisIds> {
+  const [clients, keys, jtis] = await Promise.all([
+    sql<Array<{ id: string }>>`select client_id as id from clients where tenant_id = ${tenantId}`,
+    sql<Array<{ id: string }>>`select id from check_api_keys where tenant_id = ${tenantId}`,
+    sql<Array<{ id: string }>>`select jti as id from revocations where tenant_id = ${tenantId}`,
+  ]);
+  return { clientIds: clients.map((r) => r.id), checkKeyIds: keys.map((r) => r.id), revokedJtis: jtis.map((r) => r.id) };
+}
+
+/** The tenant a JSON value of redisKeys.tenantValueKeys names, or null. */
+function tenantInJson(raw: string | null): string | null {
+  if (!raw) return null;
+  try {
+    const v = JSON.parse(raw) as { tenantId?: unknown; request?: { tenantId?: unknown } } | null;
+    const t = v?.tenantId ?? v?.request?.tenantId;
+    return typeof t === 'string' ? t : null;
+  } catch { return null; }
+}
+
+/** A key of another type than its family's is nobody's; any other error fails the purge (its job is retried). */
+const notOfType = (err: Error): null => { if (/WRONGTYPE/.test(err.message)) return null; throw err; };
+
+/** A SCAN MATCH pattern for every key starting with `text` (glob characters escaped). */
+const startingWith = (text: string) => `${text.replace(/[*?[\]\\{}]/g, '\\$&')}*`;
+
 /**
- * Deletes the tenant's Redis keys (SCAN, so no blocking KEYS; on a cluster, SCAN of every master, and one
- * DEL per hash tag since a DEL may not cross slots). The keyPrefix is not applied to MATCH nor stripped from results.
+ * Deletes the tenant's Redis keys in one SCAN of every key of the deployment (no blocking KEYS; on a
+ * cluster, every master): those its name gives away (redisKeys.tenantOwns), those whose value names it
+ * (redisKeys.tenantValueKeys: read, then deleted when it is this tenant's), and its fields of the usage
+ * minute hashes. One DEL per hash tag, as a DEL may not cross slots. The keyPrefix is not applied to
+ * MATCH nor stripped from results. It costs a read per session, interaction and code of every tenant:
+ * a purge is rare and runs in the background.
  */
-export async function purgeTenantKeys(deps: Pick<Deps, 'redis' | 'config'>, tenantId: string): Promise<number> {
+export async function purgeTenantKeys(deps: Pick<Deps, 'redis' | 'config'>, tenantId: string, ids: TenantRedisIds): Promise<number> {
   const prefix = deps.config.redisPrefix;
+  const owns = redisKeys.tenantOwns({
+    tenant: tenantId, clientIds: new Set(ids.clientIds.flatMap((c) => [c, c.slice(0, 200)])), checkKeyIds: new Set(ids.checkKeyIds),
+    revokedJtiKeys: new Set(ids.revokedJtis.map((j) => RevocationStore.jtiKey(j)).filter((k): k is string => k !== null)),
+  });
+  const usagePrefix = redisKeys.logUsageMinute(0).slice(0, -1);
+  const fieldPrefix = counterField(tenantId, '', '', '', '', '').slice(0, tenantId.length + 1);
   let n = 0;
   for (const node of masters(deps.redis)) {
-    for (const pattern of redisKeys.tenantKeyPatterns(tenantId)) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', prefix + pattern.replace(/[{}]/g, '\\$&'), 'COUNT', 1000);
-        cursor = next;
-        const byTag = new Map<string, string[]>();
-        for (const k of keys) { const tag = hashTag(k); byTag.set(tag, [...(byTag.get(tag) ?? []), k.slice(prefix.length)]); }
-        for (const group of byTag.values()) n += await deps.redis.del(...group);
-      } while (cursor !== '0');
-    }
+    let cursor = '0';
+    do {
+      const [next, found] = await node.scan(cursor, 'MATCH', startingWith(prefix), 'COUNT', 1000);
+      cursor = next;
+      const keys = found.map((k) => k.slice(prefix.length));
+      const gone = keys.filter(owns);
+      await Promise.all(keys.map(async (k) => {
+        if (k.startsWith(usagePrefix)) {
+          const fields = (await deps.redis.hkeys(k)).filter((f) => f.startsWith(fieldPrefix));
+          if (fields.length) n += await deps.redis.hdel(k, ...fields);
+          return;
+        }
+        const family = redisKeys.tenantValueKeys.find((f) => k.startsWith(f.prefix));
+        // Authorization codes: the record only (`ac:{<hash>}`); its companions go with it.
+        if (!family || (family.prefix === 'ac:{' && !k.endsWith('}'))) return;
+        const owner = family.read === 'hash-t' ? await deps.redis.hget(k, 't').catch(notOfType) : tenantInJson(await deps.redis.get(k).catch(notOfType));
+        if (owner === tenantId) gone.push(k, ...(family.prefix === 'ac:{' ? redisKeys.authCodeCompanions(k) : []));
+      }));
+      const byTag = new Map<string, string[]>();
+      for (const k of gone) { const tag = hashTag(k); byTag.set(tag, [...(byTag.get(tag) ?? []), k]); }
+      for (const group of byTag.values()) n += await deps.redis.del(...group);
+    } while (cursor !== '0');
   }
   return n;
 }
 
+/** BullMQ job states a job can be removed from (an active job is locked: its consumer checks the tombstone itself). */
+const REMOVABLE_STATES = ['wait', 'paused', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'];
+
+/**
+ * Removes the tenant's jobs (`data.tenantId`) from every BullMQ queue of the deployment, in every state
+ * but active. The queues are found by a SCAN of their state keys (`<prefix>:<queue>:<state>`), so a
+ * queue added later is covered without a list kept here. Returns how many jobs were removed.
+ */
+export async function purgeTenantJobs(queueRedis: Redis, prefix: string, tenantId: string): Promise<number> {
+  const states = new Map<string, string[]>();
+  for (const node of masters(queueRedis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', startingWith(`${prefix}:`), 'COUNT', 1000);
+      cursor = next;
+      for (const k of keys) {
+        const rest = k.slice(prefix.length + 1);
+        const state = REMOVABLE_STATES.find((st) => rest.endsWith(`:${st}`));
+        if (state) states.set(rest.slice(0, -(state.length + 1)), [...(states.get(rest.slice(0, -(state.length + 1))) ?? []), state]);
+      }
+    } while (cursor !== '0');
+  }
+  let removed = 0;
+  for (const [name, found] of states) {
+    const queue = new Queue(name, { connection: queueRedis, prefix });
+    queue.on('error', () => {});
+    try {
+      for (const state of found) {
+        const key = `${prefix}:${name}:${state}`;
+        const list = (await queueRedis.type(key)) === 'list';
+        for (let i = 0; ; i += 1000) {
+          const jobIds = list ? await queueRedis.lrange(key, i, i + 999) : await queueRedis.zrange(key, i, i + 999);
+          if (!jobIds.length) break;
+          // Every key of the deployment's queues has the prefix's hash tag: one slot, so one pipeline.
+          const p = queueRedis.pipeline();
+          for (const id of jobIds) p.hget(`${prefix}:${name}:${id}`, 'data');
+          const datas = (await p.exec()) ?? [];
+          const mine = jobIds.filter((_, j) => {
+            const raw = datas[j]?.[1];
+            try { return typeof raw === 'string' && (JSON.parse(raw) as { tenantId?: unknown } | null)?.tenantId === tenantId; } catch { return false; }
+          });
+          for (const id of mine) removed += await queue.remove(id);
+          if (jobIds.length < 1000) break;
+          // What was removed no longer takes a place in the range.
+          i -= mine.length;
+        }
+      }
+    } finally {
+      await queue.close().catch(() => {});
+    }
+  }
+  return removed;
+}
+
 /**
  * Purges one tenant marked `deleting`, then marks it `deleted` (its own audit log goes with it; the
- * deletion stays audited in the platform tenant). Its clients are evicted from every process's cache,
- * and its suspension mark is written again after the key purge, so its tokens stay refused.
+ * deletion stays audited in the platform tenant). Every producer checks the tombstone before writing
+ * (docs/admin.md, "Deleting a tenant"), so nothing of the tenant is written behind the purge: its rows,
+ * then its Redis keys (usage counters included), then its queued jobs. Its clients are evicted from every
+ * process's cache, and its suspension mark is written again after the key purge, so its tokens stay refused.
  */
-export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 'log' | 'tokens' | 'store'>, tenantId: string): Promise<boolean> {
+export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 'log' | 'tokens' | 'store'>, queueRedis: Redis, tenantId: string): Promise<boolean> {
   const t = await new TenantRepository(deps.sql, tenantId).get();
   if (!t || t.status !== 'deleting') return false;
-  const clients = await deps.sql<{ client_id: string }[]>`select client_id from clients where tenant_id = ${tenantId}`;
+  // Read before the rows go: the Redis keys of its clients, check API keys and revoked tokens are named by them.
+  const redisIds = await tenantRedisIds(deps.sql, tenantId);
   // Shard generations name clients, not tenants (no tenant_id): the tenant's clients' go with it.
-  const clientIds = clients.map((c) => c.client_id);
-  const shards = await deps.sql`delete from token_shard_generations where client_id = any(${clientIds}::text[])`;
+  const shards = await deps.sql`delete from token_shard_generations where client_id = any(${redisIds.clientIds}::text[])`;
   // Personal data in partitions of other databases first (those in this one go with the users' rows);
   // the tenant's data key goes with tenant_data_keys, so anything missed could no longer be opened.
   const pii = await purgeTenantPii(deps.store.pii, tenantId);
   const rows = shards.count + pii + await purgeTenantRows(deps.sql, tenantId);
   deps.store.pii.dataKeys.forget(tenantId);
-  const keys = await purgeTenantKeys(deps, tenantId);
+  const keys = await purgeTenantKeys(deps, tenantId, redisIds);
+  const jobs = await purgeTenantJobs(queueRedis, queuePrefix(deps.config), tenantId);
   await new TenantRepository(deps.sql, tenantId).setStatus('deleted');
   await deps.tokens.revocations.markTenant(tenantId, 'deleted');
   await deps.tokens.tenantSettings.changed(tenantId);
-  for (const c of clients) await deps.tokens.clients.changed(c.client_id);
-  deps.log.info({ tenant: tenantId, rows, keys, actor: PURGER.id }, 'tenant purged');
+  for (const c of redisIds.clientIds) await deps.tokens.clients.changed(c);
+  deps.log.info({ tenant: tenantId, rows, keys, jobs, actor: PURGER.id }, 'tenant purged');
   return true;
 }
 
@@ -129,7 +240,7 @@ export function createTenantPurger(deps: Deps, everyMs = 60_000): TenantPurger {
   let worker: Worker | undefined;
   let conns: Array<ReturnType<typeof createRedis>> = [];
   const run = async (tenantId: string | undefined) => {
-    for (const id of tenantId ? [tenantId] : await deletingTenants(deps.sql)) await purgeTenant(deps, id);
+    for (const id of tenantId ? [tenantId] : await deletingTenants(deps.sql)) await purgeTenant(deps, conns[0]!, id);
   };
   return {
     async start() {

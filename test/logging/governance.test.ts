@@ -86,6 +86,26 @@ t.test('aggregates match the records sent through real traffic', async (t) => {
   t.same((await usage(A, 'window_kind=hour')).map((i) => [i.id, i.value]), before.map((i) => [i.id, i.value]), 'rollup run twice writes the same');
 });
 
+t.test("the default list answers the spec's windows (hour, day, month) with created_at, refreshed_at and updated_at; minute windows only when asked", async (t) => {
+  const all = await usage(A, 'metric_name=records');
+  t.same([...new Set(all.map((i) => i.window_kind))].sort(), ['day', 'hour', 'month'], 'no minute window in the default answer');
+  for (const i of all) {
+    t.ok(Number.isInteger(i.created_at) && Number.isInteger(i.refreshed_at) && Number.isInteger(i.updated_at), 'int64 epoch ms');
+    t.ok(i.created_at <= i.updated_at && i.updated_at <= i.refreshed_at, 'created, then updated, then refreshed');
+  }
+  const minutes = await usage(A, 'window_kind=minute&metric_name=records');
+  t.ok(minutes.length > 0 && minutes.every((i) => i.window_kind === 'minute'), 'minute windows when window_kind=minute names them');
+  // A later rollup recomputes a window whose value did not change: refreshed_at moves, updated_at and created_at stay.
+  const hour = (await usage(A, 'window_kind=hour&metric_name=records')).find((i) => i.log_type === 'token')!;
+  let again: any;
+  await waitFor(async () => {
+    await pass();
+    again = (await usage(A, 'window_kind=hour&metric_name=records')).find((i) => i.id === hour.id);
+    return again.refreshed_at > hour.refreshed_at;
+  }, 10_000, 50);
+  t.match(again, { value: hour.value, created_at: hour.created_at, updated_at: hour.updated_at });
+});
+
 t.test('a quota policy crosses warning, then its hard limit: evaluations, notification, dropped bulk records; critical records still archived', async (t) => {
   t.equal((await C.call('PUT', '/api/admin/logging-policies/settings', { token_decision_logging: true })).status, 200);
   const hook = await C.call('POST', '/api/admin/webhooks', { name: 'quota', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, events: ['logging.quota_exceeded'] });

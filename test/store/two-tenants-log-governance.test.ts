@@ -9,7 +9,7 @@ await A.logGovernance.insertPolicy({ id: 'lqp_a1', name: 'a', scope: 'tenant', l
 await sql`insert into log_quota_evaluations (tenant_id, id, quota_policy_id, metric_name, window_kind, window_start_at, window_end_at, value, hard_limit, state, enforcement_action, evaluated_at)
   values (${tenantA}, 'lqe_a1', 'lqp_a1', 'records', 'day', 0, 86400000, 3, 10, 'ok', 'none', 1)`;
 await sql`insert into log_usage_aggregates (tenant_id, id, log_type, plane, lane, metric_name, window_kind, window_start_at, window_end_at, value)
-  values (${tenantA}, 'lua_a1', 'token', 'data', 'bulk', 'records', 'minute', 0, 60000, 3)`;
+  values (${tenantA}, 'lua_a1', 'token', 'data', 'bulk', 'records', 'hour', 0, 3600000, 3)`;
 
 t.test('B cannot read or list A\'s governance rows', async (t) => {
   t.equal(await B.logGovernance.policy('lqp_a1'), null);

@@ -3,6 +3,7 @@ import { recordEventReturningId } from '../../events/outbox.js';
 import { newId } from '../../store/ids.js';
 import { governanceQueries, windowOf, type EnforcementAction, type QuotaPolicyRow, type QuotaState } from '../../store/log-governance.js';
 import type { Sql } from '../../store/sql.js';
+import { lockLiveTenants } from '../../store/tenants.js';
 
 /** The state of a value against a policy: hard, then soft (the hard limit when none), then warning_ratio × soft. */
 export function stateOf(p: Pick<QuotaPolicyRow, 'soft_limit' | 'hard_limit' | 'warning_ratio'>, value: number): QuotaState {
@@ -31,7 +32,8 @@ export function actionOf(mode: QuotaPolicyRow['enforcement_mode'], state: QuotaS
  * one appended evaluation row each. A state other than ok (of a policy not in observe mode) writes a
  * `logging.quota_exceeded` event to the outbox once per (policy, window, state), in the evaluation's
  * transaction; its outbox id is the evaluation's notification_event_id. When enforcement changes, a
- * notice on `channelName` tells every process to refresh its admission.
+ * notice on `channelName` tells every process to refresh its admission. Nothing is written for a
+ * policy whose tenant is tombstoned (checked and locked in the evaluation's transaction).
  */
 export async function evaluateQuotas(sql: Sql, publisher: Redis | null, channelName: string, now: number): Promise<{ evaluated: number; changed: boolean }> {
   let changed = false;
@@ -45,6 +47,10 @@ export async function evaluateQuotas(sql: Sql, publisher: Redis | null, channelN
     const enforcing = (a: string | undefined) => a === 'block_non_critical' || a === 'throttle_non_critical';
     if ((enforcing(action) || enforcing(last?.enforcement_action)) && (last?.enforcement_action !== action || Number(last.window_start_at) !== w.start)) changed = true;
     await sql.begin(async (tx) => {
+      if (!(await lockLiveTenants(tx, [p.tenant_id])).size) return;
+      // Two runs overlapping (a run longer than the interval, or one asked for by hand) take turns per
+      // policy, so the second sees the first's notification instead of writing the event again.
+      await tx`select pg_advisory_xact_lock(hashtext(${`svc:log-quota:${p.tenant_id}:${p.id}`}))`;
       let eventId: string | null = null;
       if (state !== 'ok' && p.enforcement_mode !== 'observe') {
         const [had] = await tx<Array<{ event_id: string }>>`select event_id::text from log_quota_notifications

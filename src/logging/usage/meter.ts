@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { redisKeys } from '../../store/redis-keys.js';
+import type { TenantTombstones } from '../../tenants/fence.js';
 import type { Lane, LogType, Plane, UsageMeter, UsageMetric } from '../types.js';
 
 /** How long a minute's counters stay in Redis after the minute (the rollup reads them until then). */
@@ -17,20 +18,26 @@ export function parseField(f: string): { tenant_id: string; tenant_key: string; 
   return { tenant_id: p[0]!, tenant_key: p[1]!, log_type: p[2]!, plane: p[3]!, lane: p[4]!, metric_name: p[5]! };
 }
 
+/** Nothing is tombstoned (a meter outside a process's governance, e.g. in a unit test). */
+const NO_TOMBSTONES: TenantTombstones = { has: () => false };
+
 /**
  * Counts usage in process memory per (minute, counter) and flushes it in one MULTI (HINCRBY per counter,
  * ZADD of the minutes, PEXPIRE) every `flushMs`: never a round trip per record. A failed flush puts the
- * counts back for the next one. A lifecycle resource (start/close; close flushes what is left).
+ * counts back for the next one. A tombstoned tenant is not counted, and counts taken before its
+ * tombstone was known are dropped at the flush (the rollup drops any that still reach Redis). A
+ * lifecycle resource (start/close; close flushes what is left).
  */
 export class RedisUsageMeter implements UsageMeter {
   private pending = new Map<number, Map<string, number>>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
 
-  constructor(private readonly redis: Redis, private readonly log: Logger, private readonly flushMs: number, private readonly now: () => number = Date.now) {}
+  constructor(private readonly redis: Redis, private readonly log: Logger, private readonly flushMs: number, private readonly now: () => number = Date.now,
+    private readonly tombstones: TenantTombstones = NO_TOMBSTONES) {}
 
   count(tenantId: string, logType: LogType, plane: Plane, lane: Lane, metric: UsageMetric, n: number): void {
-    if (!(n > 0)) return;
+    if (!(n > 0) || this.tombstones.has(tenantId)) return;
     const minute = Math.floor(this.now() / 60_000) * 60_000;
     let m = this.pending.get(minute);
     if (!m) this.pending.set(minute, (m = new Map()));
@@ -54,6 +61,11 @@ export class RedisUsageMeter implements UsageMeter {
     if (!this.pending.size) return Promise.resolve();
     const batch = this.pending;
     this.pending = new Map();
+    for (const counters of batch.values()) {
+      for (const f of counters.keys()) if (this.tombstones.has(f.slice(0, f.indexOf(SEP)))) counters.delete(f);
+    }
+    for (const [minute, counters] of batch) if (!counters.size) batch.delete(minute);
+    if (!batch.size) return Promise.resolve();
     const multi = this.redis.multi();
     for (const [minute, counters] of batch) {
       const key = redisKeys.logUsageMinute(minute);

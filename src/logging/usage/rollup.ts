@@ -9,7 +9,8 @@ import { MINUTE_RETENTION_MS, parseField } from './meter.js';
  * Rolls the Redis minute counters into Postgres windows: each minute's absolute values are upserted as
  * `minute` rows and the hour/day/month windows holding them recomputed from those rows (so a run
  * repeated, or one that crashed half-way, writes the same). Windows that ended are `final`. Minutes
- * older than MINUTE_RETENTION_MS are removed from Redis once rolled.
+ * older than MINUTE_RETENTION_MS are removed from Redis once rolled. Counters of a tombstoned tenant
+ * (one whose purge has begun; a process counted before it heard) are never rolled up: they are deleted.
  */
 export async function rollupUsage(sql: Sql, redis: Redis, now: number): Promise<{ minutes: number; counters: number }> {
   const minutes = (await redis.zrange(redisKeys.logUsageMinutes, 0, -1)).map(Number);
@@ -17,16 +18,21 @@ export async function rollupUsage(sql: Sql, redis: Redis, now: number): Promise<
   const p = redis.pipeline();
   for (const m of minutes) p.hgetall(redisKeys.logUsageMinute(m));
   const res = (await p.exec()) ?? [];
-  const rows: MinuteValue[] = [];
+  const rows: Array<MinuteValue & { field: string }> = [];
   minutes.forEach((minute, i) => {
     const [err, h] = res[i] ?? [];
     if (err || !h) return;
     for (const [f, v] of Object.entries(h as Record<string, string>)) {
       const k = parseField(f);
-      if (k) rows.push({ ...k, minute, value: Number(v) });
+      if (k) rows.push({ ...k, minute, value: Number(v), field: f });
     }
   });
-  await governanceQueries.rollup(sql, rows, now, () => newId('lua'));
+  const { dropped } = await governanceQueries.rollup(sql, rows.map(({ field: _f, ...r }) => r), now, () => newId('lua'));
+  if (dropped.size) {
+    const d = redis.multi();
+    for (const r of rows) if (dropped.has(r.tenant_id)) d.hdel(redisKeys.logUsageMinute(r.minute), r.field);
+    await d.exec();
+  }
   const old = minutes.filter((m) => m + 60_000 + MINUTE_RETENTION_MS < now);
   if (old.length) {
     const d = redis.multi();
