@@ -38,14 +38,14 @@ export async function moveChunksOff(ctx: { sql: Sql; store: Store; config: Confi
     for (const c of batch) {
       let target = targets.get(c.tenant_id);
       if (!target) targets.set(c.tenant_id, (target = await moveTarget(sql, ctx.store, c.tenant_id, d.id, to)));
-      if (await moveOne(config, sql, c, target)) { moved++; progressed = true; }
+      if (await moveOne(config, sql, ctx.store, c, target)) { moved++; progressed = true; }
     }
     if (!progressed) throw new Error('chunks kept changing while they were moved');
   }
   throw new Error('too many chunks changed while they were moved');
 }
 
-async function moveOne(config: Config, sql: Sql, c: ChunkRow, target: MoveTarget): Promise<boolean> {
+async function moveOne(config: Config, sql: Sql, store: Store, c: ChunkRow, target: MoveTarget): Promise<boolean> {
   const from = chunkDir(config, c);
   const toDir = locationDir(config, target.dir);
   const obj = await readObject(from, c.object_key!);
@@ -53,7 +53,12 @@ async function moveOne(config: Config, sql: Sql, c: ChunkRow, target: MoveTarget
     await writeObject(toDir, c.object_key!, obj);
     if (!(await readObject(toDir, c.object_key!)).equals(obj)) throw new Error(`chunk ${c.id}: the moved object does not read back`);
   }
-  if (!(await archiveQueries.relocate(sql, c, target))) return false;
+  if (!(await archiveQueries.relocate(sql, c, target))) {
+    // Rewrapped (or moved) meanwhile: the copy just written is not the catalog's, unless another mover made it so.
+    const now = await store.forTenant(c.tenant_id).logArchive.chunk(c.id);
+    if (from !== toDir && !(now?.object_dir === target.dir && now.object_key === c.object_key)) await removeObject(toDir, c.object_key!);
+    return false;
+  }
   if (from !== toDir) await removeObject(from, c.object_key!);
   return true;
 }

@@ -56,7 +56,7 @@ export async function runRewrap(ctx: { store: Store; sql: Sql; config: Config; l
   const active = reg.active_version;
   const dir = chunkDir(config, chunk);
   const oldKey = objectKey(chunk, job.from_version);
-  const fsCopies = await copyDirs(config, repo, chunk);
+  const fsCopies = await copyDirs(ctx.sql, config, chunk);
   if (chunk.key_version === active || chunk.key_version !== job.from_version) {
     // Swapped already (a run killed after the swap): finish the cleanup.
     if (chunk.key_version !== job.from_version) for (const d of [dir, ...fsCopies]) await removeObject(d, oldKey);
@@ -95,13 +95,13 @@ export async function runRewrap(ctx: { store: Store; sql: Sql; config: Config; l
   return 'succeeded';
 }
 
-/** The directories of a chunk's filesystem copies on destinations that still exist (where each was written; older rows: where the destination writes now). */
-async function copyDirs(config: Config, repo: LogArchiveRepository, chunk: ChunkRow): Promise<string[]> {
+/** The directories of a chunk's filesystem copies on destinations that still exist, platform ones included (where each was written; older rows: where the destination writes now). */
+async function copyDirs(sql: Sql, config: Config, chunk: ChunkRow): Promise<string[]> {
   const primary = chunkDir(config, chunk);
   const out: string[] = [];
   for (const e of chunk.delivered) {
     if (!e.ok || e.destination_id === chunk.destination_id) continue;
-    const d = await repo.destination(e.destination_id);
+    const d = await archiveQueries.servingDestination(sql, chunk.tenant_id, e.destination_id);
     if (!d || d.kind !== 'filesystem') continue;
     const dir = locationDir(config, e.dir ?? locationOf(d));
     if (dir !== primary && !out.includes(dir)) out.push(dir);

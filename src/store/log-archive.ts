@@ -374,6 +374,11 @@ export const archiveQueries = {
       order by last_attempt_at desc, id desc limit 1`;
     return r?.failed ?? false;
   },
+  /** A destination that serves a tenant's chunks: one of its own, or a platform one. */
+  async servingDestination(sql: Db, tenantId: string, id: string): Promise<DestinationRow | null> {
+    const [d] = await sql<DestinationRow[]>`select * from log_destinations where id = ${id} and (tenant_id = ${tenantId} or scope = 'platform')`;
+    return d ?? null;
+  },
   /** Those of some destination ids that are http_sinks still (a deleted one is owed nothing). */
   async existingSinks(sql: Db, ids: string[]): Promise<string[]> {
     if (!ids.length) return [];
