@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
-import { archiveQueries, LogArchiveRepository, type ChunkRow } from '../store/log-archive.js';
+import { archiveQueries, type ChunkRow, type LogArchiveRepository } from '../store/log-archive.js';
 import type { Sql } from '../store/sql.js';
 import { openChunk, sealChunk, sealVersionKey } from './chunk-crypto.js';
 import { chunkDir, objectKey, readChunk, versionKey } from './archive.js';
@@ -71,17 +71,8 @@ export async function runRewrap(ctx: { store: Store; sql: Sql; config: Config; l
   const newKey = objectKey(chunk, active);
   await writeObject(dir, newKey, obj);
   for (const d of fsCopies) await writeObject(d, newKey, obj);
-  const swapped = await ctx.sql.begin(async (tx) => {
-    const r = await tx`update log_chunks set key_version = ${active}, object_key = ${newKey}, byte_count = ${obj.length}
-      where tenant_id = ${tenantId} and id = ${chunk.id} and status = 'committed' and key_version = ${job.from_version} and object_dir = ${chunk.object_dir}`;
-    if (r.count === 0) return false;
-    // Every sink that was sent (or owed) the chunk gets the re-encrypted copy, naming the object it supersedes.
-    const txRepo = new LogArchiveRepository(tx, tenantId);
-    const sinks = await archiveQueries.existingSinks(tx, await txRepo.sinksOf(chunk.id));
-    await txRepo.supersedeDeliveries(chunk.id, newKey);
-    await txRepo.queueDeliveries(chunk.id, newKey, active, sinks, { objectKey: oldKey, keyVersion: job.from_version });
-    return true;
-  });
+  // One statement: the catalog swap, and the re-encrypted copy queued for the sinks that were sent (or owed) the old one.
+  const swapped = await repo.swapRewrapped(chunk.id, { version: job.from_version, objectKey: oldKey, dir: chunk.object_dir! }, { version: active, objectKey: newKey, bytes: obj.length });
   if (!swapped) {
     // Moved (or rewrapped by another run) meanwhile: the next attempt reads it where it is now. The
     // object written here goes, unless another run of this job made it the catalog object.

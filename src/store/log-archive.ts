@@ -194,22 +194,37 @@ export class LogArchiveRepository {
   }
 
   // --- http_sink deliveries ---
-  /** Queues the delivery of an object to sinks (in the caller's transaction); an object already queued for a sink is left as it is. */
-  async queueDeliveries(chunkId: string, objectKey: string, keyVersion: number, destinationIds: string[], supersedes?: { objectKey: string; keyVersion: number }): Promise<void> {
+  /** Queues the delivery of a chunk's object to sinks (in the caller's transaction); an object already queued for a sink is left as it is. */
+  async queueDeliveries(chunkId: string, objectKey: string, keyVersion: number, destinationIds: string[]): Promise<void> {
     if (!destinationIds.length) return;
-    const rows = destinationIds.map((d) => ({ tenant_id: this.tenantId, chunk_id: chunkId, destination_id: d, object_key: objectKey, key_version: keyVersion,
-      supersedes_object_key: supersedes?.objectKey ?? null, supersedes_key_version: supersedes?.keyVersion ?? null }));
-    await this.db`insert into log_deliveries ${this.db(rows, 'tenant_id', 'chunk_id', 'destination_id', 'object_key', 'key_version', 'supersedes_object_key', 'supersedes_key_version')}
+    const rows = destinationIds.map((d) => ({ tenant_id: this.tenantId, chunk_id: chunkId, destination_id: d, object_key: objectKey, key_version: keyVersion }));
+    await this.db`insert into log_deliveries ${this.db(rows, 'tenant_id', 'chunk_id', 'destination_id', 'object_key', 'key_version')}
       on conflict (tenant_id, chunk_id, destination_id, object_key) do nothing`;
   }
-  /** The sinks a chunk was ever queued for (delivered or not). */
-  async sinksOf(chunkId: string): Promise<string[]> {
-    const rows = await this.db<Array<{ destination_id: string }>>`select distinct destination_id from log_deliveries where tenant_id = ${this.tenantId} and chunk_id = ${chunkId}`;
-    return rows.map((r) => r.destination_id);
-  }
-  /** Pending deliveries of a chunk's other objects are moot once it has a new one. */
-  async supersedeDeliveries(chunkId: string, currentObjectKey: string): Promise<void> {
-    await this.db`update log_deliveries set status = 'superseded' where tenant_id = ${this.tenantId} and chunk_id = ${chunkId} and status = 'pending' and object_key <> ${currentObjectKey}`;
+  /**
+   * A rewrap's swap, in one statement: the catalog entry moves to the new object if it is still on the old
+   * version at the location the rewrap read (compare-and-swap); then pending deliveries of the old object
+   * are moot (`superseded`), and every http_sink that was sent or owed it (and still exists) is owed the
+   * new one, naming the old. Answers whether it swapped.
+   */
+  async swapRewrapped(chunkId: string, from: { version: number; objectKey: string; dir: string }, to: { version: number; objectKey: string; bytes: number }): Promise<boolean> {
+    const t = this.tenantId;
+    const [r] = await this.db<Array<{ n: number }>>`
+      with swapped as (
+        update log_chunks set key_version = ${to.version}, object_key = ${to.objectKey}, byte_count = ${to.bytes}
+        where tenant_id = ${t} and id = ${chunkId} and status = 'committed' and key_version = ${from.version} and object_dir = ${from.dir}
+        returning id),
+      superseded as (
+        update log_deliveries set status = 'superseded'
+        where tenant_id = ${t} and chunk_id = ${chunkId} and status = 'pending' and exists (select 1 from swapped)),
+      queued as (
+        insert into log_deliveries (tenant_id, chunk_id, destination_id, object_key, key_version, supersedes_object_key, supersedes_key_version)
+        select distinct ${t}, ${chunkId}, l.destination_id, ${to.objectKey}, ${to.version}::integer, ${from.objectKey}, ${from.version}::integer
+          from log_deliveries l join log_destinations d on d.id = l.destination_id and d.kind = 'http_sink'
+          where l.tenant_id = ${t} and l.chunk_id = ${chunkId} and exists (select 1 from swapped)
+        on conflict (tenant_id, chunk_id, destination_id, object_key) do nothing)
+      select count(*)::int as n from swapped`;
+    return r!.n > 0;
   }
   /** The deliveries of some chunks, oldest first. */
   deliveriesOf(chunkIds: string[]): Promise<DeliveryRow[]> {
@@ -378,12 +393,6 @@ export const archiveQueries = {
   async servingDestination(sql: Db, tenantId: string, id: string): Promise<DestinationRow | null> {
     const [d] = await sql<DestinationRow[]>`select * from log_destinations where id = ${id} and (tenant_id = ${tenantId} or scope = 'platform')`;
     return d ?? null;
-  },
-  /** Those of some destination ids that are http_sinks still (a deleted one is owed nothing). */
-  async existingSinks(sql: Db, ids: string[]): Promise<string[]> {
-    if (!ids.length) return [];
-    const rows = await sql<Array<{ id: string }>>`select id from log_destinations where id = any(${ids}::text[]) and kind = 'http_sink' order by id`;
-    return rows.map((r) => r.id);
   },
   /** A registry by id in any tenant (platform callers). */
   async registryTenant(sql: Sql, registryId: string): Promise<string | null> {
