@@ -20,7 +20,7 @@ const committed = () => sql<any[]>`select * from log_chunks where tenant_id = ${
 const settled = async () => Number((await sql`select count(*)::int as n from log_records where tenant_id = ${A.tenantId}`)[0]!.n) === 0;
 const lines = (text: string) => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
 /** Admin mutations: each writes an audit entry, archived as an admin_audit record. */
-const traffic = async (n: number) => {
+const traffic = async (t: Subtest, n: number) => {
   for (let i = 0; i < n; i++) t.equal((await A.call('PUT', '/api/admin/logging-policies/settings', { token_decision_logging: i % 2 === 0 })).status, 200);
 };
 const download = async (id: string) => {
@@ -64,7 +64,7 @@ t.test('chunks written before a directory change still download, and rewrap wher
   const res = await A.call('POST', '/api/admin/destinations', { name: 'disk one', kind: 'filesystem', directory: 'one' });
   t.equal(res.status, 201, JSON.stringify(res.body));
   d1 = res.body.destination;
-  await traffic(3);
+  await traffic(t, 3);
   await waitFor(async () => (await committed()).some((c) => c.destination_id === d1.id && c.log_type === 'admin_audit') && settled(), 20_000, 100);
   written = (await committed()).filter((c) => c.destination_id === d1.id);
   t.ok(written.length > 0 && written.every((c) => fs.existsSync(path.join(root, 'one', c.object_key))), 'written to directory one');
@@ -72,7 +72,7 @@ t.test('chunks written before a directory change still download, and rewrap wher
   const patched = await A.call('PATCH', `/api/admin/destinations/${d1.id}`, { directory: 'two' });
   t.equal(patched.status, 200);
   t.equal(patched.body.directory, 'two');
-  await traffic(2);
+  await traffic(t, 2);
   await waitFor(async () => (await committed()).some((c) => c.destination_id === d1.id && fs.existsSync(path.join(root, 'two', c.object_key))), 20_000, 100);
 
   await downloadsAll(t, written, 'after the directory change');
@@ -118,7 +118,7 @@ t.test('a destination holding chunks is deleted only with its chunks moved; move
   t.ok(entry.metadata.chunks_moved >= held.length, `audited: ${entry.metadata.chunks_moved} chunks moved`);
   await downloadsAll(t, moved, 'after the move');
 
-  await traffic(1);
+  await traffic(t, 1);
   await rotateAndRewrap(t);
   const rewrapped = (await committed()).filter((c) => held.some((h) => h.id === c.id));
   t.ok(rewrapped.every((c) => c.key_version === 3 && c.object_dir === 'three' && fs.existsSync(path.join(root, 'three', c.object_key))), 'moved chunks rewrapped where they are now');

@@ -7,6 +7,7 @@ import { logEnv, sinkReceiver } from './fixtures.js';
 // between attempts, across a crash of the log worker, until it has every one; the backlog shows on the
 // destination meanwhile and is zero after. A rewrap sends the sink the re-encrypted copy naming the
 // object it supersedes. Real log worker processes, everything through the admin API.
+type Subtest = Parameters<Parameters<typeof t.test>[0]>[0];
 const RETRY_MS = 300;
 const env = await logEnv({ LOG_DELIVERY_INTERVAL_MS: '200', LOG_DELIVERY_RETRY_MS: String(RETRY_MS), LOG_DELIVERY_RETRY_MAX_MS: '2000' });
 const { srv, sql } = env;
@@ -16,7 +17,7 @@ t.teardown(sink.close);
 sink.status.code = 503;
 
 const committed = () => sql<any[]>`select * from log_chunks where tenant_id = ${A.tenantId} and status = 'committed' order by created_at, id`;
-const traffic = async (n: number) => {
+const traffic = async (t: Subtest, n: number) => {
   for (let i = 0; i < n; i++) t.equal((await A.call('PUT', '/api/admin/logging-policies/settings', { token_decision_logging: i % 2 === 0 })).status, 200);
 };
 const accepted = (key: string) => sink.received.filter((r) => r.key === key && r.answered === 200);
@@ -30,7 +31,7 @@ t.test('a failing sink is retried with backoff, across a worker crash, until it 
   sink.secrets.set(1, res.body.secret);
   t.match(dest.backlog, { pending: 0 }, 'nothing owed yet');
   let worker = await env.child();
-  await traffic(3);
+  await traffic(t, 3);
 
   // The sink answers 503: the first chunk's object is tried again and again.
   let first: any;
@@ -56,7 +57,7 @@ t.test('a failing sink is retried with backoff, across a worker crash, until it 
 
   // The worker dies with deliveries owed; the sink recovers; a new worker sends everything.
   await env.kill(worker);
-  await traffic(2);
+  await traffic(t, 2);
   sink.status.code = 200;
   worker = await env.child();
   await waitFor(async () => {
