@@ -91,6 +91,13 @@ export interface Config {
   /** How often destinations are health-checked (ms). */
   readonly logDestinationHealthMs: number;
   /**
+   * http_sink deliveries (issue 29): how often the log worker sends what is due (ms), and the backoff
+   * after a failed attempt: LOG_DELIVERY_RETRY_MS doubled per consecutive failure, at most LOG_DELIVERY_RETRY_MAX_MS.
+   */
+  readonly logDeliveryIntervalMs: number;
+  readonly logDeliveryRetryMs: number;
+  readonly logDeliveryRetryMaxMs: number;
+  /**
    * Where users' personal data lives (src/pii/): `default` plus PII_PARTITIONS (comma list); each a schema
    * `pii_<name>` in the main database, or in PII_DATABASE_URL_<NAME> when that is set.
    */
@@ -261,6 +268,9 @@ export function loadConfig(env: Env = process.env): Config {
     logChunkMaxRecords: int('LOG_CHUNK_MAX_RECORDS', 5000, 1, 1_000_000),
     logCredentialOverlapMs: int('LOG_CREDENTIAL_OVERLAP_MS', 86_400_000, 0, 30 * 86_400_000),
     logDestinationHealthMs: int('LOG_DESTINATION_HEALTH_INTERVAL_MS', 60_000, 100, 3_600_000),
+    logDeliveryIntervalMs: int('LOG_DELIVERY_INTERVAL_MS', 2000, 100, 3_600_000),
+    logDeliveryRetryMs: int('LOG_DELIVERY_RETRY_MS', 5000, 10, 3_600_000),
+    logDeliveryRetryMaxMs: int('LOG_DELIVERY_RETRY_MAX_MS', 3_600_000, 10, 7 * 86_400_000),
     piiPartitions,
     webauthnRpId: str('WEBAUTHN_RP_ID', new URL(issuer).hostname),
     webauthnOrigins: Object.freeze(str('WEBAUTHN_ORIGINS', new URL(issuer).origin).split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean)),

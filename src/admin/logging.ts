@@ -10,7 +10,8 @@ import { generateSecret } from '../webhooks/secret-box.js';
 import { obviouslyPrivate } from '../webhooks/url-safety.js';
 import { newId } from '../store/ids.js';
 import { TenantStore } from '../store/index.js';
-import { archiveQueries, type ChunkRow, type CredentialRow, type DestinationRow, type KeyRegistryRow, type LogArchiveRepository } from '../store/log-archive.js';
+import { archiveQueries, type Backlog, type ChunkRow, type CredentialRow, type DeliveryRow, type DestinationRow, type KeyRegistryRow, type LogArchiveRepository } from '../store/log-archive.js';
+import { moveChunksOff } from '../logging/relocate.js';
 import { closeRedis, createRedis } from '../store/redis.js';
 import { queuePrefix } from '../store/redis-keys.js';
 import { TenantRepository } from '../store/tenants.js';
@@ -44,11 +45,15 @@ function credentialView(c: CredentialRow) {
     activated_at: n(c.activated_at), retire_after: n(c.retire_after), retired_at: n(c.retired_at) };
 }
 
-function destinationView(d: DestinationRow, creds: CredentialRow[]) {
+const NO_BACKLOG: Backlog = { pending: 0, oldest_pending_at: null, next_attempt_at: null, attempts: 0, last_error: null, last_status: null };
+
+/** `backlog`: an http_sink's deliveries still owed (null for a filesystem destination, whose copies are written with the chunk). */
+function destinationView(d: DestinationRow, creds: CredentialRow[], backlog?: Backlog) {
   return {
     id: d.id, tenant_id: d.tenant_id, scope: d.scope, kind: d.kind, name: d.name, directory: d.kind === 'filesystem' ? d.config.directory ?? `dest-${d.id}` : null,
     url: d.config.url ?? null, enabled: d.enabled, health: d.health, health_detail: d.health_detail, health_checked_at: n(d.health_checked_at),
     rotation_state: d.rotation_state, credential_versions: creds.map(credentialView), created_at: Number(d.created_at), updated_at: Number(d.updated_at),
+    backlog: d.kind === 'http_sink' ? backlog ?? NO_BACKLOG : null,
   };
 }
 
@@ -57,11 +62,20 @@ function mutationResult(d: DestinationRow, creds: CredentialRow[]) {
   return { result: { destination_id: d.id, rotation_state: d.rotation_state, current_version: v('current'), next_version: v('next'), previous_version: v('previous'), credential_versions: creds.map(credentialView) } };
 }
 
-function chunkView(c: ChunkRow) {
+/**
+ * A catalog entry: `location` is the directory (relative to LOG_ARCHIVE_DIR) its object was written to;
+ * `deliveries` its filesystem copies, then per http_sink the delivery of its current object.
+ */
+function chunkView(c: ChunkRow, sinkRows: DeliveryRow[]) {
+  const fsCopies = c.delivered.map((e) => ({ destination_id: e.destination_id, ok: e.ok, ...(e.status !== undefined ? { status: e.status } : {}), ...(e.error ? { error: e.error } : {}) }));
+  const sinks = sinkRows.filter((r) => r.chunk_id === c.id && r.object_key === c.object_key).map((r) => ({
+    destination_id: r.destination_id, ok: r.status === 'delivered', ...(r.last_status !== null ? { status: r.last_status } : {}), ...(r.last_error ? { error: r.last_error } : {}),
+    attempts: r.attempts, ...(r.status === 'pending' ? { next_attempt_at: Number(r.next_attempt_at) } : {}), ...(r.delivered_at !== null ? { delivered_at: Number(r.delivered_at) } : {}),
+  }));
   return {
     id: c.id, tenant_id: c.tenant_id, log_type: c.log_type, plane: c.plane, hour_start: Number(c.hour_start), status: c.status, record_count: c.record_count,
     byte_count: n(c.byte_count), sha256: c.sha256, key_registry_id: c.key_registry_id, key_version: c.key_version, object_key: c.object_key,
-    destination_id: c.destination_id, deliveries: c.delivered, created_at: Number(c.created_at), committed_at: n(c.committed_at),
+    destination_id: c.destination_id, location: c.object_dir, deliveries: [...fsCopies, ...sinks], created_at: Number(c.created_at), committed_at: n(c.committed_at),
   };
 }
 
@@ -101,6 +115,15 @@ export function loggingRoutes(deps: Deps): Route[] {
     const next = creds.find((c) => c.status === 'next');
     if (!next) throw new Conflict('conflict', 'No credential is prepared.');
     return { d, creds, next };
+  }
+
+  /** The filesystem destination named by `move_to`: enabled, not the one leaving, and able to hold its chunks (a platform destination's chunks only on a platform one). */
+  async function moveTo(repo: LogArchiveRepository, leaving: DestinationRow, id: string): Promise<DestinationRow> {
+    const to = id === leaving.id ? null : await repo.destination(id);
+    if (!to || to.kind !== 'filesystem' || !to.enabled || (leaving.scope === 'platform' && to.scope !== 'platform')) {
+      throw new ValidationError({ move_to: [leaving.scope === 'platform' ? 'must name another enabled platform filesystem destination' : 'must name another enabled filesystem destination of the tenant'] });
+    }
+    return to;
   }
 
   function checkDestination(v: { kind?: string; directory?: string | undefined; url?: string | undefined }): void {
@@ -147,7 +170,8 @@ export function loggingRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logArchive;
         const p = page(await repo.destinations({ limit: query.limit, cursor: decodeCursor(query.cursor) }), query.limit);
-        return { body: { items: await Promise.all(p.items.map(async (d) => destinationView(d, await repo.credentials(d.id)))), cursor: p.next } };
+        const backlogs = await archiveQueries.backlogs(deps.sql, p.items);
+        return { body: { items: await Promise.all(p.items.map(async (d) => destinationView(d, await repo.credentials(d.id), backlogs.get(d.id)))), cursor: p.next } };
       },
     }),
     adminRoute(deps, {
@@ -180,7 +204,8 @@ export function loggingRoutes(deps: Deps): Route[] {
       summary: 'Get a log destination', response: { 200: 'admin.destination' }, errors: [404],
       handler: async ({ store, params }) => {
         const d = await mustDestination(store.logArchive, params.id!);
-        return { body: destinationView(d, await store.logArchive.credentials(d.id)) };
+        const backlogs = await archiveQueries.backlogs(deps.sql, [d]);
+        return { body: destinationView(d, await store.logArchive.credentials(d.id), backlogs.get(d.id)) };
       },
     }),
     adminRoute(deps, {
@@ -201,15 +226,28 @@ export function loggingRoutes(deps: Deps): Route[] {
       },
     }),
     adminRoute(deps, {
-      method: 'DELETE', path: '/api/admin/destinations/:id', permission: WRITE, tags,
-      summary: 'Delete a log destination (chunks already written stay where they are)', response: { 204: null }, errors: [404],
+      method: 'DELETE', path: '/api/admin/destinations/:id', permission: WRITE, tags, query: 'query.destination-delete',
+      summary: 'Delete a log destination; one that holds chunks is 409 unless move_chunks=true (their objects move to move_to, else to where new chunks go)',
+      response: { 204: null }, errors: [404, 409],
       audit: { action: 'log_destination.delete', resourceType: 'log_destination', severity: 'warn' },
-      handler: async ({ params, mutate }) => {
-        await mutate(async (_tx, store) => {
-          const cur = await mustDestination(store.logArchive, params.id!, true);
-          const before = destinationView(cur, await store.logArchive.credentials(cur.id));
-          await store.logArchive.deleteDestination(cur.id);
-          return { result: null, before };
+      handler: async ({ store, params, query, mutate }) => {
+        const d = await mustDestination(store.logArchive, params.id!);
+        const move = query.move_chunks === true && d.kind === 'filesystem';
+        if (query.move_to !== undefined && !move) throw new ValidationError({ move_to: ['is only for move_chunks=true on a filesystem destination'] });
+        const to = move && query.move_to !== undefined ? await moveTo(store.logArchive, d, query.move_to) : null;
+        const moveCtx = { sql: deps.sql, store: deps.store, config };
+        // The bulk of the chunks move before the destination is locked (archive commits onto it go on meanwhile).
+        let moved = move ? await moveChunksOff(moveCtx, d, to) : 0;
+        await mutate(async (tx, s) => {
+          // Locked: a commit onto this destination waits, then finds it gone and writes its chunk elsewhere.
+          const cur = await mustDestination(s.logArchive, d.id, true);
+          if (move) moved += await moveChunksOff(moveCtx, cur, to);
+          const held = await archiveQueries.countHeldBy(tx, cur);
+          if (held > 0) throw new Conflict('conflict', `The destination holds ${held} chunk(s); delete it with move_chunks=true (optionally move_to=<filesystem destination id>) to move them first.`);
+          const before = destinationView(cur, await s.logArchive.credentials(cur.id));
+          const dropped = await archiveQueries.dropDeliveries(tx, cur);
+          await s.logArchive.deleteDestination(cur.id);
+          return { result: null, before, metadata: { chunks_moved: moved, deliveries_dropped: dropped, ...(to ? { moved_to: to.id } : {}) } };
         });
         return { status: 204 };
       },
@@ -288,7 +326,8 @@ export function loggingRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logArchive;
         const p = page(await repo.chunks({ limit: query.limit, cursor: decodeCursor(query.cursor), status: query.status, log_type: query.log_type }), query.limit);
-        return { body: { items: p.items.map(chunkView), cursor: p.next } };
+        const sinkRows = await repo.deliveriesOf(p.items.map((c) => c.id));
+        return { body: { items: p.items.map((c) => chunkView(c, sinkRows)), cursor: p.next } };
       },
     }),
     adminRoute(deps, {

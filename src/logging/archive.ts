@@ -2,11 +2,11 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { newId } from '../store/ids.js';
 import { Store } from '../store/index.js';
-import { archiveQueries, type ChunkRow, type DestinationRow, type LogArchiveRepository } from '../store/log-archive.js';
+import { archiveQueries, LogArchiveRepository, type ChunkRow, type DestinationRow } from '../store/log-archive.js';
 import type { Db, Sql } from '../store/sql.js';
 import { lockLiveTenants } from '../store/tenants.js';
 import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } from './chunk-crypto.js';
-import { destinationDir, postToSink, readObject, removeObject, writeObject } from './destinations.js';
+import { locationDir, locationOf, readObject, removeObject, writeObject } from './destinations.js';
 import type { Lane, LogAdmission, LogType, Plane, UsageMeter } from './types.js';
 import { PiiVault } from '../store/pii-vault.js';
 import { openFields } from '../pii/fields.js';
@@ -42,10 +42,15 @@ export async function destinationsOf(sql: Sql, repo: LogArchiveRepository): Prom
   return [...own.filter((d) => d.scope === 'tenant'), ...(await archiveQueries.platformDestinations(sql))];
 }
 
+/** The directory holding a committed chunk's catalog object: where it was written (recorded then), never where its destination writes now. */
+export function chunkDir(config: Config, c: Pick<ChunkRow, 'object_dir'>): string {
+  if (c.object_dir === null) throw new Error('chunk has no recorded location');
+  return locationDir(config, c.object_dir);
+}
+
 /** Reads and decrypts a committed chunk's catalog object; verifies it against the catalog's sha256. */
 export async function readChunk(config: Config, repo: LogArchiveRepository, c: ChunkRow): Promise<{ plain: Buffer; sha256: string; object: Buffer }> {
-  const dest = c.destination_id ? await repo.destination(c.destination_id) : null;
-  const object = await readObject(destinationDir(config, dest), c.object_key!);
+  const object = await readObject(chunkDir(config, c), c.object_key!);
   const keys = new Map<string, Buffer>();
   const pre = await versionKey(config, repo, c.tenant_id, c.key_registry_id!, c.key_version!);
   keys.set(`${c.key_registry_id}:${c.key_version}`, pre);
@@ -137,28 +142,36 @@ async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chun
   const okey = objectKey(chunk, version);
   const dests = await destinationsOf(ctx.sql, repo);
   const primary = primaryOf(dests);
+  // Where the object goes is decided (and recorded) now: the destination may change directory or go away later.
+  const location = locationOf(primary);
   // The catalog object first: without it nothing is committed and the chunk stays pending for the next run.
-  await writeObject(destinationDir(config, primary), okey, obj);
+  await writeObject(locationDir(config, location), okey, obj);
   const delivered: ChunkRow['delivered'] = [];
   for (const d of dests) {
-    if (d === primary) { delivered.push({ destination_id: d.id, ok: true }); continue; }
+    if (d.kind !== 'filesystem') continue;
+    const dir = locationOf(d);
+    if (d === primary) { delivered.push({ destination_id: d.id, ok: true, dir }); continue; }
     try {
-      if (d.kind === 'filesystem') { await writeObject(destinationDir(config, d), okey, obj); delivered.push({ destination_id: d.id, ok: true }); }
-      else {
-        const r = await postToSink(config, store.forTenant(d.tenant_id).logArchive, d, okey, obj, chunkId);
-        delivered.push({ destination_id: d.id, ok: r.ok, ...(r.status !== null ? { status: r.status } : {}), ...(r.error ? { error: r.error } : {}) });
-      }
+      await writeObject(locationDir(config, dir), okey, obj);
+      delivered.push({ destination_id: d.id, ok: true, dir });
     } catch (err) {
       delivered.push({ destination_id: d.id, ok: false, error: (err as NodeJS.ErrnoException).code ?? 'write failed' });
     }
   }
+  // http_sinks are sent the object by the log worker's delivery pass, retried until they take it (src/logging/delivery.ts).
+  const sinks = dests.filter((d) => d.kind === 'http_sink').map((d) => d.id);
   const done = await ctx.sql.begin(async (tx) => {
     if (!(await lockLiveTenants(tx, [tenantId])).size) { await dropChunk(tx, tenantId, chunkId); return 'dropped' as const; }
+    // The primary must still exist (share-locked until the commit, so deleting it waits for this chunk and
+    // then moves it): one deleted meanwhile leaves the chunk pending, written elsewhere by the next run.
+    if (primary && !(await tx`select 1 from log_destinations where id = ${primary.id} for share`).length) return 'gone' as const;
     const r = await tx`update log_chunks set status = 'committed', record_count = ${kept.length}, byte_count = ${obj.length}, plain_bytes = ${plain.length},
-        sha256 = ${sha256}, key_registry_id = ${registry.id}, key_version = ${version}, object_key = ${okey}, destination_id = ${primary?.id ?? null},
+        sha256 = ${sha256}, key_registry_id = ${registry.id}, key_version = ${version}, object_key = ${okey},
+        destination_id = ${primary?.id ?? null}, object_dir = ${location},
         delivered = ${tx.json(delivered as never)}, committed_at = now_ms()
       where tenant_id = ${tenantId} and id = ${chunkId} and status = 'pending'`;
     if (r.count === 0) return false;
+    await new LogArchiveRepository(tx, tenantId).queueDeliveries(chunkId, okey, version, sinks);
     await tx`delete from log_records where tenant_id = ${tenantId} and chunk_id = ${chunkId}`;
     // A rotation between encryption and commit may have retired this version as unused: it is used now.
     await tx`update log_key_versions set status = 'rewrap_required', updated_at = now_ms()
@@ -167,8 +180,12 @@ async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chun
   });
   if (done === 'dropped') {
     // Tombstoned while it was being written: its object goes too (its key registry goes with the purge anyway).
-    await removeObject(destinationDir(config, primary), okey).catch(() => {});
+    await removeObject(locationDir(config, location), okey).catch(() => {});
     return null;
+  }
+  if (done === 'gone') {
+    await removeObject(locationDir(config, location), okey);
+    throw new Error('its destination was deleted while it was written');
   }
   if (!done) return null;
   meter.count(tenantId, logType, plane, kept[0]!.lane as Lane, 'chunks', 1);

@@ -13,10 +13,25 @@ export function safeRelativeDir(dir: string): boolean {
   return !norm.startsWith('..') && !norm.split('/').includes('..') && /^[A-Za-z0-9._/-]+$/.test(norm);
 }
 
-/** The directory of a filesystem destination (default: `dest-<id>` under LOG_ARCHIVE_DIR); null means the default archive directory. */
+/**
+ * Where a filesystem destination writes now, relative to LOG_ARCHIVE_DIR (`dest-<id>` unless it names a
+ * directory; null means the default archive directory). Recorded with every object written, since the
+ * destination's directory may change or the destination go away while the object stays where it is.
+ */
+export function locationOf(d: Pick<DestinationRow, 'id' | 'config'> | null): string {
+  if (!d) return 'default';
+  return path.posix.normalize(d.config.directory ?? `dest-${d.id}`);
+}
+
+/** The absolute directory of a recorded location (always under LOG_ARCHIVE_DIR: locations are checked relative directories). */
+export function locationDir(config: Config, location: string): string {
+  if (!safeRelativeDir(location)) throw new Error(`archive location ${JSON.stringify(location)} is not a relative directory`);
+  return path.resolve(config.logArchiveDir, location);
+}
+
+/** The directory a filesystem destination writes to now (null: the default archive directory). */
 export function destinationDir(config: Config, d: Pick<DestinationRow, 'id' | 'config'> | null): string {
-  if (!d) return path.resolve(config.logArchiveDir, 'default');
-  return path.resolve(config.logArchiveDir, d.config.directory ?? `dest-${d.id}`);
+  return locationDir(config, locationOf(d));
 }
 
 /** Writes an object atomically (temp file, fsync, rename), so a crash leaves either no object or the whole one. */
@@ -85,14 +100,14 @@ export function signChunk(secrets: Array<{ version: number; secret: string }>, t
   return secrets.map((s) => `v${s.version}=${createHmac('sha256', s.secret).update(`${timestamp}.`).update(body).digest('hex')}`).join(',');
 }
 
-/** POSTs an object to an http_sink, signed with its current credential (and the previous one during the overlap). */
-export async function postToSink(config: Config, repo: LogArchiveRepository, d: DestinationRow, key: string, obj: Buffer, chunkId: string)
+/** POSTs an object to an http_sink, signed with its current credential (and the previous one during the overlap); `extra` headers describe the delivery. */
+export async function postToSink(config: Config, repo: LogArchiveRepository, d: DestinationRow, key: string, obj: Buffer, chunkId: string, extra: Record<string, string> = {})
   : Promise<{ ok: boolean; status: number | null; error: string | null }> {
   const secrets = await signingSecrets(config, repo, d);
   if (!secrets.length) return { ok: false, status: null, error: 'no current credential' };
   const ts = String(Math.floor(Date.now() / 1000));
   const r = await postWebhook(d.config.url!, {
-    'Content-Type': 'application/octet-stream', 'User-Agent': 'svc-log-archive/1', 'X-Svc-Chunk-Id': chunkId, 'X-Svc-Object-Key': key,
+    ...extra, 'Content-Type': 'application/octet-stream', 'User-Agent': 'svc-log-archive/1', 'X-Svc-Chunk-Id': chunkId, 'X-Svc-Object-Key': key,
     'X-Svc-Timestamp': ts, 'X-Svc-Signature': signChunk(secrets, ts, obj),
   }, obj, d.config.timeout_ms ?? 10_000, config.webhookAllowPrivate);
   return { ok: r.ok, status: r.status, error: r.error };

@@ -1,11 +1,11 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
-import type { LogArchiveRepository } from '../store/log-archive.js';
-import type { Db } from '../store/sql.js';
+import { archiveQueries, type ChunkRow, type LogArchiveRepository } from '../store/log-archive.js';
+import type { Sql } from '../store/sql.js';
 import { openChunk, sealChunk, sealVersionKey } from './chunk-crypto.js';
-import { objectKey, readChunk, versionKey } from './archive.js';
-import { destinationDir, removeObject, writeObject } from './destinations.js';
+import { chunkDir, objectKey, readChunk, versionKey } from './archive.js';
+import { locationDir, locationOf, removeObject, writeObject } from './destinations.js';
 
 export const LOG_ARCHIVE_QUEUE = 'log-archive';
 export const LOG_REWRAP_QUEUE = 'log-rewrap';
@@ -38,11 +38,13 @@ export async function retireIfUnused(repo: LogArchiveRepository, registryId: str
 
 /**
  * One rewrap job: decrypt the chunk under its old version, re-encrypt it under the registry's active
- * version to a new object, verify the new object's plaintext sha256, swap the catalog entry in one
- * statement (compare-and-swap on the old version), then delete the old object. A kill at any step
- * leaves the catalog on the old object (still there) or on the new one (already written): never lost.
+ * version to a new object in the directory the catalog records (and next to each filesystem copy),
+ * verify the new object's plaintext sha256, swap the catalog entry (compare-and-swap on the old version
+ * and location) together with queueing the new object for the http_sinks that were sent the chunk,
+ * then delete the old object. A kill at any step leaves the catalog on the old object (still there) or
+ * on the new one (already written): never lost.
  */
-export async function runRewrap(ctx: { store: Store; sql: Db; config: Config; log: Logger }, tenantId: string, jobId: string): Promise<string> {
+export async function runRewrap(ctx: { store: Store; sql: Sql; config: Config; log: Logger }, tenantId: string, jobId: string): Promise<string> {
   const { config } = ctx;
   const repo = ctx.store.forTenant(tenantId).logArchive;
   const job = await repo.rewrapJob(jobId);
@@ -52,11 +54,9 @@ export async function runRewrap(ctx: { store: Store; sql: Db; config: Config; lo
   if (!chunk || chunk.status !== 'committed') { await repo.setRewrapStatus(jobId, 'failed', { error: 'chunk not found' }); return 'failed'; }
   const reg = (await repo.registry(job.key_registry_id))!;
   const active = reg.active_version;
-  const dest = chunk.destination_id ? await repo.destination(chunk.destination_id) : null;
-  const dir = destinationDir(config, dest);
+  const dir = chunkDir(config, chunk);
   const oldKey = objectKey(chunk, job.from_version);
-  const copies = await Promise.all(chunk.delivered.filter((d) => d.ok && d.destination_id !== chunk.destination_id).map((d) => repo.destination(d.destination_id)));
-  const fsCopies = copies.filter((d) => d?.kind === 'filesystem').map((d) => destinationDir(config, d!));
+  const fsCopies = await copyDirs(ctx.sql, config, chunk);
   if (chunk.key_version === active || chunk.key_version !== job.from_version) {
     // Swapped already (a run killed after the swap): finish the cleanup.
     if (chunk.key_version !== job.from_version) for (const d of [dir, ...fsCopies]) await removeObject(d, oldKey);
@@ -71,11 +71,31 @@ export async function runRewrap(ctx: { store: Store; sql: Db; config: Config; lo
   const newKey = objectKey(chunk, active);
   await writeObject(dir, newKey, obj);
   for (const d of fsCopies) await writeObject(d, newKey, obj);
-  const swapped = await ctx.sql`update log_chunks set key_version = ${active}, object_key = ${newKey}, byte_count = ${obj.length}
-    where tenant_id = ${tenantId} and id = ${chunk.id} and status = 'committed' and key_version = ${job.from_version}`;
-  if (swapped.count === 0) throw new Error('chunk changed during rewrap');
+  // One statement: the catalog swap, and the re-encrypted copy queued for the sinks that were sent (or owed) the old one.
+  const swapped = await repo.swapRewrapped(chunk.id, { version: job.from_version, objectKey: oldKey, dir: chunk.object_dir! }, { version: active, objectKey: newKey, bytes: obj.length });
+  if (!swapped) {
+    // Moved (or rewrapped by another run) meanwhile: the next attempt reads it where it is now. The
+    // object written here goes, unless another run of this job made it the catalog object.
+    const now = await repo.chunk(chunk.id);
+    if (!(now?.object_dir === chunk.object_dir && now.object_key === newKey)) await removeObject(dir, newKey);
+    throw new Error('chunk changed during rewrap');
+  }
   for (const d of [dir, ...fsCopies]) await removeObject(d, oldKey);
   await repo.setRewrapStatus(jobId, 'succeeded', { toVersion: active });
   await retireIfUnused(repo, job.key_registry_id, job.from_version);
   return 'succeeded';
+}
+
+/** The directories of a chunk's filesystem copies on destinations that still exist, platform ones included (where each was written; older rows: where the destination writes now). */
+async function copyDirs(sql: Sql, config: Config, chunk: ChunkRow): Promise<string[]> {
+  const primary = chunkDir(config, chunk);
+  const out: string[] = [];
+  for (const e of chunk.delivered) {
+    if (!e.ok || e.destination_id === chunk.destination_id) continue;
+    const d = await archiveQueries.servingDestination(sql, chunk.tenant_id, e.destination_id);
+    if (!d || d.kind !== 'filesystem') continue;
+    const dir = locationDir(config, e.dir ?? locationOf(d));
+    if (dir !== primary && !out.includes(dir)) out.push(dir);
+  }
+  return out;
 }

@@ -46,14 +46,16 @@ export class AuditLogRepository {
   async record(actor: AuditActor, e: AuditInput): Promise<string> {
     const db = this.db;
     const id = e.id ?? newId('aud');
-    // Addresses (the actor's, a user's in before/after) are sealed at rest; auditView opens them.
+    // Personal data is sealed at rest (the actor's address and name; a user's address, name and metadata
+    // in before/after, also in the log record); auditView opens it.
     const seal = <T>(v: T): T => sealFields(this.tenantId, v);
+    const actorName = actor.type === 'user' ? sealValue(this.tenantId, actor.displayName) : actor.displayName;
     const json = (v: unknown) => (v === undefined || v === null ? null : db.json(seal(JSON.parse(JSON.stringify(v))) as never));
     await db`
       insert into admin_audit_log (tenant_id, id, admin_user_id, admin_email, admin_user_name, actor_type, actor_id, actor_display_name,
         action, resource_type, resource_id, result, severity, metadata, before, after)
-      values (${this.tenantId}, ${id}, ${actor.id}, ${actor.email ? sealValue(this.tenantId, actor.email) : ''}, ${actor.type === 'user' ? actor.displayName : null},
-        ${actor.type}, ${actor.id}, ${actor.displayName}, ${e.action}, ${e.resourceType}, ${e.resourceId ?? ''},
+      values (${this.tenantId}, ${id}, ${actor.id}, ${actor.email ? sealValue(this.tenantId, actor.email) : ''}, ${actor.type === 'user' ? actorName : null},
+        ${actor.type}, ${actor.id}, ${actorName}, ${e.action}, ${e.resourceType}, ${e.resourceId ?? ''},
         ${e.result ?? 'success'}, ${e.severity ?? (e.result === 'failure' ? 'warn' : 'info')}, ${db.json(seal(e.metadata ?? {}) as never)},
         ${json(e.before)}, ${json(e.after)})`;
     // The entry as a critical log record, in the same transaction: archived if and only if it committed.

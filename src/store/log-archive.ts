@@ -25,9 +25,22 @@ export interface CredentialRow {
 export interface ChunkRow {
   tenant_id: string; id: string; log_type: string; plane: string; hour_start: number; status: 'pending' | 'committed';
   record_count: number; byte_count: number | null; plain_bytes: number | null; sha256: string | null; key_registry_id: string | null;
-  key_version: number | null; object_key: string | null; destination_id: string | null; delivered: Array<{ destination_id: string; ok: boolean; status?: number; error?: string }>;
+  key_version: number | null; object_key: string | null; destination_id: string | null;
+  /** The directory (relative to LOG_ARCHIVE_DIR) the catalog object was written to; null while pending. */
+  object_dir: string | null;
+  /** Filesystem copies (and, before migration 0135, http_sink deliveries): `dir` is where the copy was written. */
+  delivered: Array<{ destination_id: string; ok: boolean; status?: number; error?: string; dir?: string }>;
   created_at: number; committed_at: number | null;
 }
+/** One object (a chunk's current one, or a re-encrypted copy) owed to one http_sink. */
+export interface DeliveryRow {
+  tenant_id: string; id: string; chunk_id: string; destination_id: string; object_key: string; key_version: number;
+  supersedes_object_key: string | null; supersedes_key_version: number | null; status: 'pending' | 'delivered' | 'superseded';
+  attempts: number; next_attempt_at: number; last_attempt_at: number | null; last_status: number | null; last_error: string | null;
+  created_at: number; delivered_at: number | null;
+}
+/** What a destination still owes: pending deliveries, the oldest, when the next attempt is due and how the last one went. */
+export interface Backlog { pending: number; oldest_pending_at: number | null; next_attempt_at: number | null; attempts: number; last_error: string | null; last_status: number | null }
 export interface RewrapJobRow {
   tenant_id: string; id: string; batch_id: string; key_registry_id: string; chunk_id: string; from_version: number; to_version: number | null;
   status: 'queued' | 'running' | 'succeeded' | 'failed'; error: string | null; created_at: number; updated_at: number;
@@ -190,6 +203,51 @@ export class LogArchiveRepository {
       order by (v.status = 'compromised') desc, c.key_version, c.created_at, c.id` as never;
   }
 
+  /** Committed chunks whose catalog object is held by a destination (ids, oldest first). */
+  async chunksHeldBy(destinationId: string, limit: number): Promise<ChunkRow[]> {
+    return this.db<ChunkRow[]>`select * from log_chunks where tenant_id = ${this.tenantId} and destination_id = ${destinationId} and status = 'committed'
+      order by created_at, id limit ${limit}`;
+  }
+
+  // --- http_sink deliveries ---
+  /** Queues the delivery of a chunk's object to sinks (in the caller's transaction); an object already queued for a sink is left as it is. */
+  async queueDeliveries(chunkId: string, objectKey: string, keyVersion: number, destinationIds: string[]): Promise<void> {
+    if (!destinationIds.length) return;
+    const rows = destinationIds.map((d) => ({ tenant_id: this.tenantId, chunk_id: chunkId, destination_id: d, object_key: objectKey, key_version: keyVersion }));
+    await this.db`insert into log_deliveries ${this.db(rows, 'tenant_id', 'chunk_id', 'destination_id', 'object_key', 'key_version')}
+      on conflict (tenant_id, chunk_id, destination_id, object_key) do nothing`;
+  }
+  /**
+   * A rewrap's swap, in one statement: the catalog entry moves to the new object if it is still on the old
+   * version at the location the rewrap read (compare-and-swap); then pending deliveries of the old object
+   * are moot (`superseded`), and every http_sink that was sent or owed it (and still exists) is owed the
+   * new one, naming the old. Answers whether it swapped.
+   */
+  async swapRewrapped(chunkId: string, from: { version: number; objectKey: string; dir: string }, to: { version: number; objectKey: string; bytes: number }): Promise<boolean> {
+    const t = this.tenantId;
+    const [r] = await this.db<Array<{ n: number }>>`
+      with swapped as (
+        update log_chunks set key_version = ${to.version}, object_key = ${to.objectKey}, byte_count = ${to.bytes}
+        where tenant_id = ${t} and id = ${chunkId} and status = 'committed' and key_version = ${from.version} and object_dir = ${from.dir}
+        returning id),
+      superseded as (
+        update log_deliveries set status = 'superseded'
+        where tenant_id = ${t} and chunk_id = ${chunkId} and status = 'pending' and exists (select 1 from swapped)),
+      queued as (
+        insert into log_deliveries (tenant_id, chunk_id, destination_id, object_key, key_version, supersedes_object_key, supersedes_key_version)
+        select distinct ${t}, ${chunkId}, l.destination_id, ${to.objectKey}, ${to.version}::integer, ${from.objectKey}, ${from.version}::integer
+          from log_deliveries l join log_destinations d on d.id = l.destination_id and d.kind = 'http_sink'
+          where l.tenant_id = ${t} and l.chunk_id = ${chunkId} and exists (select 1 from swapped)
+        on conflict (tenant_id, chunk_id, destination_id, object_key) do nothing)
+      select count(*)::int as n from swapped`;
+    return r!.n > 0;
+  }
+  /** The deliveries of some chunks, oldest first. */
+  deliveriesOf(chunkIds: string[]): Promise<DeliveryRow[]> {
+    if (!chunkIds.length) return Promise.resolve([]);
+    return this.db<DeliveryRow[]>`select * from log_deliveries where tenant_id = ${this.tenantId} and chunk_id = any(${chunkIds}::text[]) order by id`;
+  }
+
   // --- rewrap jobs ---
   /** Inserts a queued job unless the chunk has an open one; answers whether it was inserted. */
   async queueRewrap(j: Pick<RewrapJobRow, 'id' | 'batch_id' | 'key_registry_id' | 'chunk_id' | 'from_version'>): Promise<boolean> {
@@ -251,6 +309,111 @@ export const archiveQueries = {
   /** Every enabled destination, for the periodic health check. */
   allDestinations(sql: Sql): Promise<DestinationRow[]> {
     return sql<DestinationRow[]>`select * from log_destinations where enabled order by tenant_id, id`;
+  },
+  /**
+   * Committed chunks held by a destination. A platform destination holds chunks of every tenant; a
+   * tenant's destination only its own tenant's.
+   */
+  chunksHeldBy(sql: Db, d: Pick<DestinationRow, 'tenant_id' | 'id' | 'scope'>, limit: number): Promise<ChunkRow[]> {
+    return sql<ChunkRow[]>`select * from log_chunks where destination_id = ${d.id} and status = 'committed'
+      ${d.scope === 'tenant' ? sql`and tenant_id = ${d.tenant_id}` : sql``} order by tenant_id, created_at, id limit ${limit}`;
+  },
+  async countHeldBy(sql: Db, d: Pick<DestinationRow, 'tenant_id' | 'id' | 'scope'>): Promise<number> {
+    const [r] = await sql<Array<{ n: number }>>`select count(*)::int as n from log_chunks where destination_id = ${d.id} and status = 'committed'
+      ${d.scope === 'tenant' ? sql`and tenant_id = ${d.tenant_id}` : sql``}`;
+    return r!.n;
+  },
+  /** Moves a chunk's catalog entry to where its object was copied, if it is still where the mover read it (compare-and-swap). */
+  async relocate(sql: Db, c: Pick<ChunkRow, 'tenant_id' | 'id' | 'object_dir' | 'object_key' | 'destination_id'>, to: { destinationId: string | null; dir: string }): Promise<boolean> {
+    // The store it leaves no longer holds it, as catalog object or copy.
+    const r = await sql`update log_chunks set destination_id = ${to.destinationId}, object_dir = ${to.dir},
+        delivered = coalesce((select jsonb_agg(e) from jsonb_array_elements(delivered) e where e->>'destination_id' is distinct from ${c.destination_id}), '[]')
+      where tenant_id = ${c.tenant_id} and id = ${c.id} and status = 'committed' and object_dir = ${c.object_dir} and object_key = ${c.object_key}`;
+    return r.count > 0;
+  },
+  /** Deletes a sink's deliveries (its destination is being deleted); answers how many were still pending. */
+  async dropDeliveries(sql: Db, d: Pick<DestinationRow, 'tenant_id' | 'id' | 'scope'>): Promise<number> {
+    const rows = await sql<Array<{ status: string }>>`delete from log_deliveries where destination_id = ${d.id}
+      ${d.scope === 'tenant' ? sql`and tenant_id = ${d.tenant_id}` : sql``} returning status`;
+    return rows.filter((r) => r.status === 'pending').length;
+  },
+  /** The backlog of each of some destinations (a platform sink's across tenants). */
+  async backlogs(sql: Db, ds: Array<Pick<DestinationRow, 'tenant_id' | 'id' | 'scope' | 'kind'>>): Promise<Map<string, Backlog>> {
+    const sinks = ds.filter((d) => d.kind === 'http_sink');
+    const out = new Map<string, Backlog>();
+    if (!sinks.length) return out;
+    const own = sinks.filter((d) => d.scope === 'tenant');
+    const platform = sinks.filter((d) => d.scope === 'platform').map((d) => d.id);
+    const rows = await sql<Array<{ destination_id: string; pending: number; oldest: string | null; next: string | null; attempts: number }>>`
+      select destination_id, count(*)::int as pending, min(created_at) as oldest, min(next_attempt_at) as next, max(attempts)::int as attempts
+        from log_deliveries
+        where status = 'pending' and (
+          (tenant_id, destination_id) in (select * from unnest(${own.map((d) => d.tenant_id)}::text[], ${own.map((d) => d.id)}::text[]))
+          or destination_id = any(${platform}::text[]))
+        group by destination_id`;
+    const last = await sql<Array<{ destination_id: string; last_error: string | null; last_status: number | null }>>`
+      select distinct on (destination_id) destination_id, last_error, last_status from log_deliveries
+        where destination_id = any(${sinks.map((d) => d.id)}::text[]) and last_attempt_at is not null
+          and (destination_id = any(${platform}::text[]) or (tenant_id, destination_id) in (select * from unnest(${own.map((d) => d.tenant_id)}::text[], ${own.map((d) => d.id)}::text[])))
+        order by destination_id, last_attempt_at desc, id desc`;
+    const lastOf = new Map(last.map((r) => [r.destination_id, r]));
+    for (const d of sinks) {
+      const r = rows.find((x) => x.destination_id === d.id);
+      const l = lastOf.get(d.id);
+      out.set(d.id, {
+        pending: r?.pending ?? 0, oldest_pending_at: r?.oldest ? Number(r.oldest) : null, next_attempt_at: r?.next ? Number(r.next) : null,
+        attempts: r?.attempts ?? 0, last_error: l?.last_error ?? null, last_status: l?.last_status ?? null,
+      });
+    }
+    return out;
+  },
+  /** Enabled http_sinks with deliveries due now. */
+  dueSinks(sql: Db, now: number): Promise<DestinationRow[]> {
+    return sql<DestinationRow[]>`select d.* from log_destinations d where d.kind = 'http_sink' and d.enabled and exists (
+        select 1 from log_deliveries l where l.destination_id = d.id and l.status = 'pending' and l.next_attempt_at <= ${now}
+          and (d.scope = 'platform' or l.tenant_id = d.tenant_id))
+      order by d.id`;
+  },
+  /**
+   * Claims a sink's oldest due delivery: one attempt more, and its next attempt pushed `leaseMs` ahead, so
+   * another worker leaves it alone while this one sends it and a worker that dies mid-attempt leaves it due again.
+   */
+  async claimDelivery(sql: Db, d: Pick<DestinationRow, 'tenant_id' | 'id' | 'scope'>, now: number, leaseMs: number): Promise<DeliveryRow | null> {
+    const [row] = await sql<DeliveryRow[]>`update log_deliveries set attempts = attempts + 1, last_attempt_at = ${now}, next_attempt_at = ${now + leaseMs}
+      where (tenant_id, id) = (select tenant_id, id from log_deliveries where destination_id = ${d.id} and status = 'pending' and next_attempt_at <= ${now}
+          ${d.scope === 'tenant' ? sql`and tenant_id = ${d.tenant_id}` : sql``}
+        order by id limit 1 for update skip locked)
+      returning *`;
+    return row ?? null;
+  },
+  /** Records an attempt's outcome; a failure pushes every pending delivery of the sink back to `retryAt` (the sink is down, not the object). */
+  async deliveryOutcome(sql: Sql, row: Pick<DeliveryRow, 'tenant_id' | 'id' | 'destination_id'>, d: Pick<DestinationRow, 'tenant_id' | 'scope'>,
+    r: { ok: true; status: number | null } | { ok: false; status: number | null; error: string; retryAt: number } | { superseded: true }): Promise<void> {
+    await sql.begin(async (tx) => {
+      if ('superseded' in r) {
+        await tx`update log_deliveries set status = 'superseded' where tenant_id = ${row.tenant_id} and id = ${row.id}`;
+      } else if (r.ok) {
+        await tx`update log_deliveries set status = 'delivered', delivered_at = now_ms(), last_status = ${r.status}, last_error = null
+          where tenant_id = ${row.tenant_id} and id = ${row.id} and status = 'pending'`;
+      } else {
+        await tx`update log_deliveries set next_attempt_at = ${r.retryAt}, last_status = ${r.status}, last_error = ${r.error.slice(0, 200)}
+          where tenant_id = ${row.tenant_id} and id = ${row.id}`;
+        await tx`update log_deliveries set next_attempt_at = greatest(next_attempt_at, ${r.retryAt})
+          where destination_id = ${row.destination_id} and status = 'pending' ${d.scope === 'tenant' ? tx`and tenant_id = ${d.tenant_id}` : tx``}`;
+      }
+    });
+  },
+  /** Whether a sink's latest attempt failed (for its health). */
+  async lastAttemptFailed(sql: Db, d: Pick<DestinationRow, 'tenant_id' | 'id' | 'scope'>): Promise<boolean> {
+    const [r] = await sql<Array<{ failed: boolean }>>`select (status = 'pending' and last_error is not null) as failed from log_deliveries
+      where destination_id = ${d.id} and last_attempt_at is not null ${d.scope === 'tenant' ? sql`and tenant_id = ${d.tenant_id}` : sql``}
+      order by last_attempt_at desc, id desc limit 1`;
+    return r?.failed ?? false;
+  },
+  /** A destination that serves a tenant's chunks: one of its own, or a platform one. */
+  async servingDestination(sql: Db, tenantId: string, id: string): Promise<DestinationRow | null> {
+    const [d] = await sql<DestinationRow[]>`select * from log_destinations where id = ${id} and (tenant_id = ${tenantId} or scope = 'platform')`;
+    return d ?? null;
   },
   /** A registry by id in any tenant (platform callers). */
   async registryTenant(sql: Sql, registryId: string): Promise<string | null> {

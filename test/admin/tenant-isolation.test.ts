@@ -150,7 +150,7 @@ const bTables = (await srv.deps.sql<{ table_name: string }[]>`
   where c.table_schema = current_schema() and c.column_name = 'tenant_id' and t.table_type = 'BASE TABLE' order by 1`).map((r) => r.table_name);
 // Written asynchronously by B's own earlier changes (the outbox dispatcher), not by the sweep.
 // The log tables too: the log worker of any test file archives B's audit records, meters them and checks health.
-const ASYNC_TABLES = new Set(['event_outbox', 'webhook_deliveries', 'log_records', 'log_chunks', 'log_key_registries', 'log_key_versions', 'log_destinations', 'log_quota_evaluations', 'log_usage_aggregates']);
+const ASYNC_TABLES = new Set(['event_outbox', 'webhook_deliveries', 'log_records', 'log_chunks', 'log_deliveries', 'log_key_registries', 'log_key_versions', 'log_destinations', 'log_quota_evaluations', 'log_usage_aggregates']);
 async function fingerprintB(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const table of bTables.filter((x) => !ASYNC_TABLES.has(x))) {

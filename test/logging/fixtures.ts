@@ -63,10 +63,13 @@ export async function logEnv(extra: Record<string, string> = {}) {
   };
 }
 
-/** An HTTP receiver of chunks that verifies `X-Svc-Signature` against the secrets it knows (by version). */
-export async function sinkReceiver(): Promise<{ url: string; secrets: Map<number, string>; received: Array<{ key: string; body: Buffer; versions: number[]; verified: number[] }>; status: { code: number }; close(): Promise<void> }> {
+/** A request a sink receiver got: what it answered (`answered`) and when (`at`, epoch ms). */
+export interface SinkRequest { key: string; body: Buffer; versions: number[]; verified: number[]; headers: import('node:http').IncomingHttpHeaders; answered: number; at: number }
+
+/** An HTTP receiver of chunks that verifies `X-Svc-Signature` against the secrets it knows (by version); it answers `status.code` to signed requests. */
+export async function sinkReceiver(): Promise<{ url: string; secrets: Map<number, string>; received: SinkRequest[]; status: { code: number }; close(): Promise<void> }> {
   const secrets = new Map<number, string>();
-  const received: Array<{ key: string; body: Buffer; versions: number[]; verified: number[] }> = [];
+  const received: SinkRequest[] = [];
   const status = { code: 200 };
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
@@ -82,8 +85,8 @@ export async function sinkReceiver(): Promise<{ url: string; secrets: Map<number
         return timingSafeEqual(want, Buffer.from(m[2]!, 'hex'));
       }).map((m) => Number(m[1]));
       const key = String(req.headers['x-svc-object-key']);
-      if (key !== '.health-probe') received.push({ key, body, versions: sigs.map((m) => Number(m[1])), verified });
       res.statusCode = verified.length ? status.code : 401;
+      if (key !== '.health-probe') received.push({ key, body, versions: sigs.map((m) => Number(m[1])), verified, headers: req.headers, answered: res.statusCode, at: Date.now() });
       res.end();
     });
   });

@@ -148,18 +148,36 @@ t.test('stats: active users per partition, zero-filled; other tenants only for p
   t.equal((await call('GET', '/api/admin/settings/pii-partitions/stats?tenant_id=')).status, 422, 'an empty tenant_id');
 });
 
-t.test('nothing in Postgres holds these addresses in clear', async (t) => {
-  const addresses = [...Object.values(people), `fresh-${tag}@us.example.test`];
+t.test('nothing in Postgres holds these addresses, names or metadata in clear', async (t) => {
+  // A user whose name and metadata carry no address (issue 29 item 12): created and changed through the
+  // admin API, so the audit log (before/after) and the log records of its entries hold them too.
+  const person = { name: `Quirinus Vandermolen ${tag}`, renamed: `Quirinella Vandermolen ${tag}`, nickname: `zephyrine-${tag}`, city: `Oberwolfach${tag}` };
+  const made = await call('POST', '/api/admin/users', { email: `named-${tag}@example.test`, name: person.name, metadata: { nickname: person.nickname, shoe_size: 43 } });
+  t.equal(made.status, 201, JSON.stringify(made.body));
+  const changed = await call('PUT', `/api/admin/users/${made.body.id}`, { name: person.renamed, metadata: { nickname: person.nickname, city: person.city } });
+  t.equal(changed.status, 200, JSON.stringify(changed.body));
+  const [record] = await srv.deps.sql<{ n: number }[]>`select count(*)::int as n from log_records where tenant_id = ${admin.tenantId} and body->>'resource_id' = ${made.body.id}`;
+  t.equal(record!.n, 2, 'both audit entries wait as log records');
+
+  const secrets = [...Object.values(people), `fresh-${tag}@us.example.test`, `named-${tag}@example.test`, person.name, person.renamed, person.nickname, person.city];
   for (const [name, db] of [['main', srv.deps.sql], ['us', usDb.sql]] as const) {
     const tables = await db<{ s: string; n: string }[]>`select table_schema as s, table_name as n from information_schema.tables
       where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')`;
     const hits: string[] = [];
     for (const { s, n } of tables) {
-      const [r] = await db.unsafe(`select count(*)::int as c from "${s}"."${n}" x where lower(x::text) like any($1)`, [addresses.map((a) => `%${a.toLowerCase()}%`)]);
+      const [r] = await db.unsafe(`select count(*)::int as c from "${s}"."${n}" x where lower(x::text) like any($1)`, [secrets.map((a) => `%${a.toLowerCase()}%`)]);
       if (r!.c > 0) hits.push(`${s}.${n}`);
     }
-    t.same(hits, [], `${name} database: no table holds an address`);
+    t.same(hits, [], `${name} database: no table holds an address, a name or a metadata value`);
   }
+
+  // Administrators allowed to read before/after still see them in clear.
+  const entries = (await call('GET', `/api/admin/admin-audit-log?resource_id=${made.body.id}`)).body.items;
+  t.match(entries.find((e: { action: string }) => e.action === 'user.update'), {
+    before: { name: person.name, metadata: { nickname: person.nickname, shoe_size: 43 } },
+    after: { email: `named-${tag}@example.test`, name: person.renamed, metadata: { nickname: person.nickname, city: person.city } },
+  });
+  t.match(entries.find((e: { action: string }) => e.action === 'user.create')?.after, { name: person.name, metadata: { shoe_size: 43 } });
 });
 
 t.test('sealed addresses are opened where they leave: the audit log and the events receivers get', async (t) => {

@@ -26,12 +26,15 @@ await a.insertDestination({ id: 'ldst_a1', scope: 'tenant', kind: 'filesystem', 
 await a.insertCredential({ destination_id: 'ldst_a1', version: 1, status: 'current', backend: 'encrypted_table', content_type: null, secret_enc: Buffer.from('x'), object_path: null });
 await insertLogRecords(sql, [{ tenantId: tenantA, logType: 'auth', plane: 'data', lane: 'default', ts: Date.now(), body: { n: 1 } }], true);
 await sql.begin((tx) => archiveQueries.claim(tx, 100, () => 'lch_a1'));
-await sql`update log_chunks set status = 'committed', key_registry_id = ${reg.id}, key_version = 1 where tenant_id = ${tenantA} and id = 'lch_a1'`;
+await sql`update log_chunks set status = 'committed', key_registry_id = ${reg.id}, key_version = 1, object_key = 'k.v1', object_dir = 'dest-ldst_a1', destination_id = 'ldst_a1'
+  where tenant_id = ${tenantA} and id = 'lch_a1'`;
+await a.insertDestination({ id: 'ldst_a2', scope: 'tenant', kind: 'http_sink', name: 'sink', config: { url: 'http://127.0.0.1:9/' }, enabled: true });
+await a.queueDeliveries('lch_a1', 'k.v1', 1, ['ldst_a2']);
 await sql`update log_key_versions set status = 'rewrap_required' where tenant_id = ${tenantA} and registry_id = ${reg.id}`;
 assert.equal(await a.queueRewrap({ id: 'lrw_a1', batch_id: 'lrwb_a1', key_registry_id: reg.id, chunk_id: 'lch_a1', from_version: 1 }), true);
 const snapshot = async () => ({
   reg: await a.registry(reg.id), versions: await a.versions(reg.id), dest: await a.destination('ldst_a1'), creds: await a.credentials('ldst_a1'),
-  chunk: await a.chunk('lch_a1'), records: await a.chunkRecords('lch_a1'), job: await a.rewrapJob('lrw_a1'),
+  chunk: await a.chunk('lch_a1'), records: await a.chunkRecords('lch_a1'), job: await a.rewrapJob('lrw_a1'), deliveries: await a.deliveriesOf(['lch_a1']),
 });
 const before = await snapshot();
 
@@ -53,6 +56,16 @@ t.test('B cannot read or list A\'s archive', async (t) => {
   t.same(await b.rewrapBatch('lrwb_a1'), []);
   t.equal(await b.chunksUsing(reg.id, 1), 0);
   t.same([...(await b.chunkCountsByVersion(reg.id))], []);
+  t.same(await b.chunksHeldBy('ldst_a1', 10), []);
+  t.same(await b.deliveriesOf(['lch_a1']), []);
+  t.equal((await a.deliveriesOf(['lch_a1'])).length, 1, 'A sees its own');
+  // The worker's queries by destination are scoped by the destination's tenant (platform ones excepted).
+  const as = (tenant_id: string, id: string, kind: 'filesystem' | 'http_sink') => ({ tenant_id, id, scope: 'tenant' as const, kind });
+  t.equal(await archiveQueries.countHeldBy(sql, as(tenantB, 'ldst_a1', 'filesystem')), 0);
+  t.equal(await archiveQueries.countHeldBy(sql, as(tenantA, 'ldst_a1', 'filesystem')), 1);
+  t.equal((await archiveQueries.backlogs(sql, [as(tenantB, 'ldst_a2', 'http_sink')])).get('ldst_a2')!.pending, 0);
+  t.equal((await archiveQueries.backlogs(sql, [as(tenantA, 'ldst_a2', 'http_sink')])).get('ldst_a2')!.pending, 1);
+  t.equal(await archiveQueries.claimDelivery(sql, as(tenantB, 'ldst_a2', 'http_sink'), Date.now() + 1000, 1000), null);
 });
 
 t.test('B cannot change or delete A\'s archive', async (t) => {
@@ -62,6 +75,8 @@ t.test('B cannot change or delete A\'s archive', async (t) => {
   await b.setCredential('ldst_a1', 1, { status: 'retired' });
   await b.setRewrapStatus('lrw_a1', 'failed', { error: 'x' });
   t.equal(await b.deleteDestination('ldst_a1'), false);
+  t.equal(await b.swapRewrapped('lch_a1', { version: 1, objectKey: 'k.v1', dir: 'dest-ldst_a1' }, { version: 2, objectKey: 'k.v2', bytes: 1 }), false);
+  await b.queueDeliveries('lch_a1', 'k.v9', 1, ['ldst_a2']).catch(() => {}); // B has no such chunk: refused by the foreign key
   // B's registry for the same (log_type, plane) is its own.
   const mine = await b.ensureRegistry('lkr_b1', 'auth', 'data', () => Buffer.from('b-key'));
   t.equal(mine.id, 'lkr_b1');
