@@ -3,6 +3,7 @@ import { normalizeAaguid, providerOf } from '../../src/account/passkeys/provider
 import { normalizeDeviceName } from '../../src/account/passkeys/view.js';
 import { grantMarkId, RevocationStore } from '../../src/tokens/revocation.js';
 import { startTestServer } from '../helpers/server.js';
+import { forgetRevocationState } from '../helpers/revocation.js';
 
 t.test('provider table: all-zero or missing AAGUID has no provider; unknown ones are known: false', async (t) => {
   t.equal(providerOf(null), null);
@@ -36,7 +37,7 @@ t.test('a grant mark cuts one user at one client, and survives a Redis that lost
   // Redis forgets (no sentinel, no mark): the refill from Postgres brings the grant mark back.
   // Two commands: the keys live in different slots of a Redis Cluster.
   await srv.deps.redis.del(RevocationStore.markKey(tenant, 'grant', grantMarkId('u1', 'c1')));
-  await srv.deps.redis.del('rv:loaded');
+  await forgetRevocationState(srv.deps.redis);
   await rv.ensureLoaded();
   t.equal(await check('u1', 'c1'), true, 'still cut after the refill');
   await srv.deps.sql`delete from revocation_marks where tenant_id = ${tenant}`;

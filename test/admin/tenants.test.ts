@@ -5,6 +5,7 @@ import { adminToken, postForm, setupTenant } from '../helpers/tokens.js';
 import { uniqueName } from '../helpers/env.js';
 import { api, adminOf } from './helpers.js';
 import { verifyPresentedToken } from '../../src/oauth/grants/token-exchange.js';
+import { forgetRevocationState } from '../helpers/revocation.js';
 
 // Tenants as a managed resource, over HTTP: lifecycle, who may do what, suspension.
 const srv = await startTestServer();
@@ -117,7 +118,7 @@ t.test('suspension: tokens inactive and exchange refused at once, admin 403 exce
   t.equal(asPlatform.status, 200, 'a platform admin still administers the suspended tenant');
 
   // Survives Redis losing its data: the mark is refilled from Postgres with the revocation state.
-  await srv.deps.redis.del('rv:loaded');
+  await forgetRevocationState(srv.deps.redis);
   await srv.deps.tokens.revocations.ensureLoaded();
   t.same(await introspect(), { active: false }, 'still suspended after a refill from Postgres');
 

@@ -8,6 +8,7 @@ import { waitFor } from '../helpers/processes.js';
 import { startTestServer } from '../helpers/server.js';
 import { adminToken, postForm, setupTenant } from '../helpers/tokens.js';
 import { isolatedDatabase } from '../webhooks/fixtures.js';
+import { forgetRevocationState } from '../helpers/revocation.js';
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const AT = 'urn:ietf:params:oauth:token-type:access_token';
@@ -89,7 +90,7 @@ t.test('a global reshard under load: no error, old-generation tokens revoked aft
 
   // Redis loses the revocation state (checks fail closed meanwhile, so after the load): the refill from
   // Postgres puts the old-generation keys back in their old shards.
-  await srv.deps.redis.del('rv:loaded');
+  await forgetRevocationState(srv.deps.redis);
   await waitFor(async () => (await introspect(old[14]!)).active === true, 10_000, 100);
   for (const tok of revokedOld) t.same(await introspect(tok), { active: false }, 'still inactive after a refill');
 });
