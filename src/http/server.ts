@@ -355,6 +355,7 @@ const JWK_PRIVATE = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
 
 /** A copy with every secret field, and every private member of anything shaped like a JWK, replaced at any depth. */
 export function redactSecrets(v: unknown, depth: number): unknown {
+  if (typeof v === 'string') return redactString(v, depth);
   if (v === null || typeof v !== 'object') return v;
   if (depth > 32) return '[truncated]';
   if (Array.isArray(v)) return v.map((x) => redactSecrets(x, depth + 1));
@@ -365,4 +366,18 @@ export function redactSecrets(v: unknown, depth: number): unknown {
     out[k] = SECRET_FIELDS.test(k) || (jwk && JWK_PRIVATE.has(k)) ? '[redacted]' : redactSecrets(o[k], depth + 1);
   }
   return out;
+}
+
+/**
+ * A string field can carry a key as JSON text (`publicJwkJson`) or PEM: JSON text is redacted as the
+ * object it parses to and given back as text; JSON-looking text that does not parse, and any PEM private
+ * key, is withheld whole, since what it hides cannot be told apart from key material.
+ */
+function redactString(s: string, depth: number): string {
+  if (s.includes('PRIVATE KEY-----')) return '[redacted]';
+  const head = s.trimStart()[0];
+  if (head !== '{' && head !== '[') return s;
+  let parsed: unknown;
+  try { parsed = JSON.parse(s); } catch { return '[unparseable]'; }
+  return JSON.stringify(redactSecrets(parsed, depth + 1));
 }
