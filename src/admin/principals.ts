@@ -3,6 +3,7 @@ import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
 import type { AdminPrincipalCredentialCreate } from '../generated/types.js';
 import type { Route } from '../http/types.js';
+import { checkInput } from '../http/input-bounds.js';
 import { publicJwkFor, thumbprint } from '../principals/jwk.js';
 import { credentialStatus, type CredentialRow, type PrincipalRow, type TenantScope } from '../principals/model.js';
 import { createPrincipal, resyncPrincipal } from '../principals/service.js';
@@ -55,6 +56,8 @@ async function credentialInput(b: AdminPrincipalCredentialCreate): Promise<NewCr
   if (b.publicJwkJson !== undefined) {
     if (b.publicJwk !== undefined) throw new ValidationError({ publicJwkJson: ['send either publicJwk or publicJwkJson'] });
     try { jwkIn = JSON.parse(b.publicJwkJson); } catch { throw new ValidationError({ publicJwkJson: ['is not valid JSON'] }); }
+    // JSON text inside a string escapes the request's own input check: hold it to the same one.
+    checkInput(jwkIn, 'publicJwkJson');
   }
   if (jwkIn === undefined) throw new ValidationError({ publicJwk: ['is required (or publicJwkJson)'] });
   const pub = await publicJwkFor(jwkIn, b.alg);

@@ -47,6 +47,13 @@ export const MAX_TARGET_BYTES = 8192;
 /** Largest header block (names and values) answered normally; larger is 431. */
 export const MAX_HEADER_BYTES = 32768;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/**
+ * A refusal of a body still arriving (413, or 414/431 with a body) keeps the connection: closing it on
+ * unread bytes makes the kernel reset it, and a client still sending loses the answer before reading it
+ * (curl uploading 2 or 10 MB without Expect: 5 of 20 got no 413). Kept, uWS reads and drops the rest
+ * of the body, and the connection serves the next request.
+ */
+const CLOSE_WITH_BODY_PENDING = false;
 const SECRET_FIELDS = /^(client_secret|secret|password|token|subject_token|actor_token|refresh_token|code|code_verifier|client_assertion|key|private_key)$/;
 
 /** A uWS app serving the router, with body limits, in-flight budget, validation and one error mapping. */
@@ -121,16 +128,15 @@ export class HttpServer {
       if (readingBody) { readingBody = false; this.release(); }
     });
 
-    // Oversized request lines and header blocks get the spec's error body. uWS itself accepts them up to
-    // its receive buffer and beyond that resets the connection before any callback runs (docs/decisions.md).
-    if (path.length + query.length > MAX_TARGET_BYTES) {
-      this.sendError(res, req, new AppError(414, 'invalid_request', `The request target is longer than ${MAX_TARGET_BYTES} bytes.`), path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'oversized', true);
-      return;
-    }
-    let headerBytes = 0;
-    for (const k in headers) headerBytes += k.length + headers[k]!.length + 4;
-    if (headerBytes > MAX_HEADER_BYTES) {
-      this.sendError(res, req, new AppError(431, 'invalid_request', `The request headers are larger than ${MAX_HEADER_BYTES} bytes.`), path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'oversized', true);
+    // Oversized request lines and header blocks get the spec's error body, as far as uWS lets them reach
+    // us: its parser drops some before any callback runs (docs/decisions.md, issue 29 item 5).
+    const refusedHead = path.length + query.length > MAX_TARGET_BYTES
+      ? new AppError(414, 'invalid_request', `The request target is longer than ${MAX_TARGET_BYTES} bytes.`)
+      : headerSize(headers) > MAX_HEADER_BYTES ? new AppError(431, 'invalid_request', `The request headers are larger than ${MAX_HEADER_BYTES} bytes.`) : null;
+    if (refusedHead) {
+      // Closed after the answer only when no body follows (CLOSE_WITH_BODY_PENDING says why).
+      const hasBody = Number(headers['content-length'] ?? 0) > 0 || headers['transfer-encoding'] !== undefined;
+      this.sendError(res, req, refusedHead, path.startsWith('/api/') ? 'admin' : 'public', undefined, started, 'oversized', !hasBody);
       return;
     }
 
@@ -155,7 +161,7 @@ export class HttpServer {
     const limit = route.bodyLimit ?? this.opts.bodyLimitBytes;
     const declared = headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) {
-      this.finishError(res, req, new PayloadTooLarge(limit), route, started, true);
+      this.finishError(res, req, new PayloadTooLarge(limit), route, started, CLOSE_WITH_BODY_PENDING);
       return;
     }
     const chunks: Buffer[] = [];
@@ -166,7 +172,7 @@ export class HttpServer {
       size += ab.byteLength;
       if (size > limit) {
         readingBody = false;
-        this.finishError(res, req, new PayloadTooLarge(limit), route, started, true);
+        this.finishError(res, req, new PayloadTooLarge(limit), route, started, CLOSE_WITH_BODY_PENDING);
         return;
       }
       // uWS reuses the chunk's memory after this callback returns: copy it.
@@ -250,6 +256,13 @@ export class HttpServer {
       res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body), closeConnection);
     });
   }
+}
+
+/** Bytes of a header block as counted against MAX_HEADER_BYTES (names, values, separators). */
+function headerSize(headers: Record<string, string>): number {
+  let n = 0;
+  for (const k in headers) n += k.length + headers[k]!.length + 4;
+  return n;
 }
 
 /** Parses and validates body and query before the handler runs, per the route's declaration. */
@@ -359,6 +372,7 @@ const JWK_PRIVATE = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
 
 /** A copy with every secret field, and every private member of anything shaped like a JWK, replaced at any depth. */
 export function redactSecrets(v: unknown, depth: number): unknown {
+  if (typeof v === 'string') return redactString(v, depth);
   if (v === null || typeof v !== 'object') return v;
   if (depth > 32) return '[truncated]';
   if (Array.isArray(v)) return v.map((x) => redactSecrets(x, depth + 1));
@@ -369,4 +383,18 @@ export function redactSecrets(v: unknown, depth: number): unknown {
     out[k] = SECRET_FIELDS.test(k) || (jwk && JWK_PRIVATE.has(k)) ? '[redacted]' : redactSecrets(o[k], depth + 1);
   }
   return out;
+}
+
+/**
+ * A string field can carry a key as JSON text (`publicJwkJson`) or PEM: JSON text is redacted as the
+ * object it parses to and given back as text; JSON-looking text that does not parse, and any PEM private
+ * key, is withheld whole, since what it hides cannot be told apart from key material.
+ */
+function redactString(s: string, depth: number): string {
+  if (s.includes('PRIVATE KEY-----')) return '[redacted]';
+  const head = s.trimStart()[0];
+  if (head !== '{' && head !== '[') return s;
+  let parsed: unknown;
+  try { parsed = JSON.parse(s); } catch { return '[unparseable]'; }
+  return JSON.stringify(redactSecrets(parsed, depth + 1));
 }

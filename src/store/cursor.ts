@@ -1,4 +1,5 @@
 import { ValidationError } from '../errors.js';
+import { textProblem } from '../http/input-bounds.js';
 
 /** Keyset position in a list ordered by (created_at desc, id desc). */
 export interface Cursor { createdAt: number; id: string }
@@ -8,12 +9,15 @@ export function encodeCursor(c: Cursor): string {
   return Buffer.from(JSON.stringify([c.createdAt, c.id])).toString('base64url');
 }
 
-/** Decodes an opaque cursor; a malformed one is 422 validation_error on `cursor`. */
+/**
+ * Decodes an opaque cursor; a malformed one is 422 validation_error on `cursor`. Its id is compared in
+ * SQL, so it passes the request input check too (a NUL in it reached Postgres).
+ */
 export function decodeCursor(s: string | undefined): Cursor | undefined {
   if (s === undefined || s === '') return undefined;
   try {
     const v = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string') return { createdAt: v[0] as number, id: v[1] as string };
+    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && textProblem(v[1]) === null) return { createdAt: v[0] as number, id: v[1] as string };
   } catch { /* fall through */ }
   throw new ValidationError({ cursor: ['is not a valid cursor'] });
 }

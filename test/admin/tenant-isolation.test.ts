@@ -202,6 +202,21 @@ for (const r of routes) {
   });
 }
 
+// Issue 29 item 8: the tenant routes act on the caller's own tenant whatever X-Tenant-Id says, and a
+// tenant admin reading its own tenant used to get it back with B named in the header. One rule: 403.
+t.test("X-Tenant-Id of B is 403 on A's own tenant routes too", async (t) => {
+  t.equal((await A.call('GET', `/api/admin/tenants/${A.tenantId}`)).status, 200, 'A reads its own tenant without the header');
+  const tenantRoutes = routes.filter((r) => r.path.startsWith('/api/admin/tenants'));
+  t.ok(tenantRoutes.length >= 5, `${tenantRoutes.length} tenant routes`);
+  for (const r of tenantRoutes) {
+    const key = `${r.method} ${r.path}`;
+    const named = await A.call(r.method, r.path.replace(':id', A.tenantId), bodies[key]?.body ?? (r.bodySchema ? {} : undefined), { 'x-tenant-id': B.tenantId });
+    t.equal(named.status, 403, `${key}: ${JSON.stringify(named.body)}`);
+    t.equal(named.body.error, 'forbidden');
+    t.notOk(JSON.stringify(named.body).includes(`"id":"${A.tenantId}"`), 'no tenant record in the answer');
+  }
+});
+
 t.test("no row of B changed in any table", async (t) => {
   t.ok(bTables.length >= 20, `${bTables.length} tables with tenant_id`);
   t.same(await fingerprintB(), beforeSweep);

@@ -73,3 +73,77 @@ t.test('deep nesting inside free-form fields is 422, not 500', async (t) => {
   const huge = await fetch(`${srv.url}/api/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${A.token}`, 'content-type': 'application/json' }, body: '['.repeat(200_000) });
   t.ok(huge.status === 400 || huge.status === 413, `huge nesting ${huge.status}`);
 });
+
+// Issue 29 item 5: a lone UTF-16 surrogate (JSON's \ud800 escape, high or low, unpaired) parsed into a
+// string used to reach Postgres, which refuses it in the audit entry's JSON: 500 internal_error.
+const LONE = ['\\ud800', '\\udbff', '\\udc00', '\\udfff'];
+
+t.test('lone surrogates in admin JSON bodies are 422 naming the field, high and low, in values and keys', async (t) => {
+  for (const s of LONE) {
+    const cases: Array<[string, string, string, string]> = [
+      ['POST', '/api/admin/users', `{"email":"lone@example.com","name":"a${s}b"}`, 'name'],
+      ['POST', '/api/admin/users', `{"email":"lone${s}@example.com"}`, 'email'],
+      ['POST', '/api/admin/users', `{"email":"lone2@example.com","metadata":{"k${s}":1}}`, `metadata.k${s}`],
+      ['POST', '/api/admin/roles', `{"name":"r${s}","permissions":[]}`, 'name'],
+      ['POST', '/api/admin/clients', `{"name":"c","grant_types":["client_credentials"],"scopes":["a${s}"]}`, 'scopes.0'],
+      ['POST', '/api/admin/machine-access/principals', `{"displayName":"${s}","principalType":"ci","permissions":[]}`, 'displayName'],
+      ['POST', '/api/admin/admin-policies', `{"name":"p${s}","priority":1,"effect":"deny","conditions":[],"resource_types":["users"],"actions":["read"]}`, 'name'],
+    ];
+    for (const [method, path, body, field] of cases) {
+      const r = await raw(method, path, body);
+      const out = (await r.json()) as any;
+      t.equal(r.status, 422, `${method} ${path} ${body}`);
+      t.equal(out.error, 'validation_error');
+      t.ok(out.details?.[field], `names ${field}: ${JSON.stringify(out.details)}`);
+    }
+  }
+  const pair = await A.call('POST', '/api/admin/users', { email: 'pair@example.com', name: 'smile \ud83d\ude00' });
+  t.equal(pair.status, 201, 'a surrogate pair (an emoji) is ordinary text');
+  t.equal(pair.body.name, 'smile \u{1F600}');
+});
+
+t.test('a lone surrogate inside JSON text of a string field (publicJwkJson) is 422 too', async (t) => {
+  const p: any = (await A.call('POST', '/api/admin/machine-access/principals', { displayName: 'lone bot', principalType: 'ci', permissions: [] })).body;
+  const { generateKeyPairSync } = await import('node:crypto');
+  const jwk = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+  for (const s of LONE) {
+    // The escape sits inside the inner JSON text: the outer body is well formed, the parsed kid is not.
+    const inner = JSON.stringify({ ...jwk, kid: 'KID' }).replace('KID', s);
+    const r = await raw('POST', `/api/admin/machine-access/principals/${p.id}/credentials`, JSON.stringify({ publicJwkJson: inner, alg: 'ES256', displayName: 'k' }));
+    const out = (await r.json()) as any;
+    t.equal(r.status, 422, `kid ${s}: ${JSON.stringify(out)}`);
+    t.ok(out.details?.['publicJwkJson.kid'], 'names the field inside the JSON text');
+  }
+  const ok = await A.call('POST', `/api/admin/machine-access/principals/${p.id}/credentials`, { publicJwkJson: JSON.stringify(jwk), alg: 'ES256', displayName: 'k' });
+  t.equal(ok.status, 201, 'the same key without it is accepted');
+});
+
+t.test('lone surrogates on OAuth and public endpoints are a 4xx with the error body, never 500', async (t) => {
+  for (const s of LONE) {
+    // A form can only carry one percent-encoded (CESU-8 style), which is not UTF-8: 400 invalid_request.
+    const enc = encodeURIComponent('\ud83d\ude00').replace(/%F0%9F%98%80/, s === '\\ud800' ? '%ED%A0%80' : s === '\\udbff' ? '%ED%AF%BF' : s === '\\udc00' ? '%ED%B0%80' : '%ED%BF%BF');
+    const tok = await fetch(`${srv.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=a${enc}&client_secret=x` });
+    t.equal(tok.status, 400, `form ${enc}`);
+    t.equal(((await tok.json()) as any).error, 'invalid_request');
+    const json = await fetch(`${srv.url}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: `{"email":"x@example.com","client_id":"a${s}"}` });
+    const jb = (await json.json()) as any;
+    t.ok(json.status === 400 || json.status === 422, `email-code ${s}: ${json.status} ${JSON.stringify(jb)}`);
+    t.type(jb.error, 'string');
+    const check = await fetch(`${srv.url}/api/check`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer svc_ck_x' }, body: `{"user_id":"${s}","permission":"a"}` });
+    t.ok(check.status >= 400 && check.status < 500, `check ${check.status}`);
+    // Logged-in admin, lone surrogate in a query: a query is percent-decoded as UTF-8, so it arrives as U+FFFD.
+    const q = await A.call('GET', `/api/admin/users?email=${enc}`);
+    t.ok(q.status < 500, `query ${enc}: ${q.status}`);
+  }
+});
+
+t.test('a cursor carrying NUL or a lone surrogate is 422, not a query Postgres refuses', async (t) => {
+  for (const id of ['\u0000', 'a\ud800', '\udc00']) {
+    const cursor = Buffer.from(JSON.stringify([Date.now(), id])).toString('base64url');
+    for (const path of ['/api/admin/users', '/api/admin/roles', '/api/admin/clients', '/api/admin/admin-audit-log']) {
+      const r = await A.call('GET', `${path}?cursor=${cursor}`);
+      t.equal(r.status, 422, `${path} ${JSON.stringify(id)}: ${JSON.stringify(r.body)}`);
+      t.ok(r.body.details?.cursor, 'names cursor');
+    }
+  }
+});
