@@ -186,3 +186,19 @@ export const queueKeys = {
   /** The outbox relay's marker that the queue holds what the outbox says it does (src/events/relay.ts). Used alone; the queue prefix's tag puts it with the queues. */
   relaySentinel: (config: { redisPrefix: string }) => `${queuePrefix(config)}:webhooks:relay-sentinel`,
 } as const;
+
+// The fields of a usage minute hash (redisKeys.logUsageMinute): written by the meter, read by the rollup,
+// and found by tenant (the first part) by the tenant purge.
+const SEP = '\t';
+
+/** The field of a counter in its minute hash (see redisKeys.logUsageMinute). */
+export function counterField(tenantId: string, tenantKey: string, logType: string, plane: string, lane: string, metric: string): string {
+  return [tenantId, tenantKey, logType, plane, lane, metric].join(SEP);
+}
+export function parseField(f: string): { tenant_id: string; tenant_key: string; log_type: string; plane: string; lane: string; metric_name: string } | null {
+  const p = f.split(SEP);
+  if (p.length !== 6) return null;
+  return { tenant_id: p[0]!, tenant_key: p[1]!, log_type: p[2]!, plane: p[3]!, lane: p[4]!, metric_name: p[5]! };
+}
+/** The tenant a usage counter field counts for. */
+export function tenantOfCounterField(f: string): string { return f.slice(0, f.indexOf(SEP)); }

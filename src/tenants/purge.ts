@@ -1,12 +1,11 @@
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { counterField } from '../logging/usage/meter.js';
 import { RevocationStore } from '../tokens/revocation.js';
 import type { Deps } from '../deps.js';
 import type { PiiVault } from '../store/pii-vault.js';
 import type { AuditActor } from '../store/audit-log.js';
 import { closeRedis, createRedis, hashTag, masters } from '../store/redis.js';
-import { queuePrefix, redisKeys } from '../store/redis-keys.js';
+import { counterField, queuePrefix, redisKeys } from '../store/redis-keys.js';
 import type { Sql } from '../store/sql.js';
 import { TenantRepository } from '../store/tenants.js';
 

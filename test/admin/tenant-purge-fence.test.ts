@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import t from 'tap';
 import { createLogger } from '../../src/log.js';
 import { LOG_ARCHIVE_QUEUE } from '../../src/logging/rewrap.js';
-import { counterField } from '../../src/logging/usage/meter.js';
+import { counterField } from '../../src/store/redis-keys.js';
 import { startSmtpSink } from '../../src/mail/dev-sink.js';
 import { closeRedis, createRedis, masters } from '../../src/store/redis.js';
 import { queuePrefix, redisKeys } from '../../src/store/redis-keys.js';

@@ -1,22 +1,11 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
-import { redisKeys } from '../../store/redis-keys.js';
+import { counterField, redisKeys, tenantOfCounterField } from '../../store/redis-keys.js';
 import type { TenantTombstones } from '../../tenants/fence.js';
 import type { Lane, LogType, Plane, UsageMeter, UsageMetric } from '../types.js';
 
 /** How long a minute's counters stay in Redis after the minute (the rollup reads them until then). */
 export const MINUTE_RETENTION_MS = 2 * 3_600_000;
-const SEP = '\t';
-
-/** The field of a counter in its minute hash (see redisKeys.logUsageMinute). */
-export function counterField(tenantId: string, tenantKey: string, logType: string, plane: string, lane: string, metric: string): string {
-  return [tenantId, tenantKey, logType, plane, lane, metric].join(SEP);
-}
-export function parseField(f: string): { tenant_id: string; tenant_key: string; log_type: string; plane: string; lane: string; metric_name: string } | null {
-  const p = f.split(SEP);
-  if (p.length !== 6) return null;
-  return { tenant_id: p[0]!, tenant_key: p[1]!, log_type: p[2]!, plane: p[3]!, lane: p[4]!, metric_name: p[5]! };
-}
 
 /** Nothing is tombstoned (a meter outside a process's governance, e.g. in a unit test). */
 const NO_TOMBSTONES: TenantTombstones = { has: () => false };
@@ -62,7 +51,7 @@ export class RedisUsageMeter implements UsageMeter {
     const batch = this.pending;
     this.pending = new Map();
     for (const counters of batch.values()) {
-      for (const f of counters.keys()) if (this.tombstones.has(f.slice(0, f.indexOf(SEP)))) counters.delete(f);
+      for (const f of counters.keys()) if (this.tombstones.has(tenantOfCounterField(f))) counters.delete(f);
     }
     for (const [minute, counters] of batch) if (!counters.size) batch.delete(minute);
     if (!batch.size) return Promise.resolve();

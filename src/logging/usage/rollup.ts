@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 import { newId } from '../../store/ids.js';
 import { governanceQueries, type MinuteValue } from '../../store/log-governance.js';
-import { redisKeys } from '../../store/redis-keys.js';
+import { parseField, redisKeys } from '../../store/redis-keys.js';
 import type { Sql } from '../../store/sql.js';
-import { MINUTE_RETENTION_MS, parseField } from './meter.js';
+import { MINUTE_RETENTION_MS } from './meter.js';
 
 /**
  * Rolls the Redis minute counters into Postgres windows: each minute's absolute values are upserted as
