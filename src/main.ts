@@ -54,6 +54,9 @@ async function runHttpProcess(config: Config, log: Logger): Promise<void> {
   };
   process.on('message', (m: { type?: string }) => { if (m?.type === 'svc:shutdown') void stop(); });
   process.on('SIGTERM', () => void stop());
+  // The supervisor is gone (killed, crashed): drain and end rather than serve its port unmanaged beside
+  // the processes a restarted supervisor forks.
+  if (process.connected) process.on('disconnect', () => void stop());
   // Ctrl-C reaches the whole process group; the primary coordinates, so a worker just drains.
   process.on('SIGINT', () => void stop());
 }

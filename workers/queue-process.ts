@@ -25,5 +25,7 @@ export async function runQueueWorker(role: string, config: Config, log: Logger):
   };
   process.on('message', (m: { type?: string }) => { if (m?.type === 'svc:shutdown') void stop(); });
   process.on('SIGTERM', () => void stop());
+  // The supervisor is gone: end rather than run unmanaged beside the workers a restarted supervisor forks.
+  if (process.connected) process.on('disconnect', () => void stop());
   process.on('SIGINT', () => void stop());
 }

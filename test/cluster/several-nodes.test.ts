@@ -35,7 +35,7 @@ async function startNode(name: string): Promise<string> {
   proc.stdout!.on('data', (d) => { out += d; });
   proc.stderr!.on('data', (d) => { out += d; });
   t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
-  await waitFor(() => out.includes('svc listening'), 30_000, 50).catch(() => { throw new Error(`node ${name} did not start: ${out}`); });
+  await waitFor(() => out.includes('svc listening'), 90_000, 50).catch(() => { throw new Error(`node ${name} did not start: ${out}`); });
   return `http://127.0.0.1:${port}`;
 }
 const [A, B] = await Promise.all([startNode('A'), startNode('B')]);

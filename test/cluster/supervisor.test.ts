@@ -25,7 +25,8 @@ async function startCluster(t: { teardown(fn: () => unknown): void }, env: Recor
   t.teardown(() => { if (proc.exitCode === null) proc.kill('SIGKILL'); });
   const url = `http://127.0.0.1:${port}`;
   // The supervisor says so once every HTTP process is listening.
-  await waitFor(() => stdout.includes('svc listening'), 20_000, 50);
+  // Awaited, not timed: two HTTP processes and their threads start slowly on a loaded 2-core machine.
+  await waitFor(() => stdout.includes('svc listening'), 90_000, 50);
   return { proc, url, stderr: () => stderr, stdout: () => stdout };
 }
 
@@ -47,6 +48,19 @@ t.test('a killed HTTP worker is replaced while the others keep serving', async (
   t.pass('a replacement worker was forked');
   const res = await fetch(`${url}/readyz`);
   t.equal(res.status, 200);
+});
+
+t.test('a supervisor killed outright leaves no process behind serving its port', async (t) => {
+  const { proc, url } = await startCluster(t);
+  const workers = children(proc.pid!);
+  t.equal(workers.length, 2);
+  t.equal(await getFresh(`${url}/healthz`), 200);
+  process.kill(proc.pid!, 'SIGKILL');
+  const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+  // Each HTTP process sees its channel to the supervisor close, drains and exits.
+  await waitFor(() => workers.every((p) => !alive(p)), 30_000, 100);
+  t.pass('both HTTP processes ended with their supervisor');
+  await t.rejects(getFresh(`${url}/healthz`), 'nothing answers on the port any more');
 });
 
 /** A GET on a new connection each time (no keep-alive), so the kernel picks a listening worker per request. */
