@@ -185,6 +185,21 @@ async function testRedis(storage) {
   return c;
 }
 
+// Heavy variants that only `npm run test:long` runs, to keep `npm test` within its time budget: the
+// whole admin suite again with its reads on a streaming replica (about 5 minutes).
+const LONG_ONLY = ['dist/test/ops/admin-suite-on-replica.test.js'];
+
+/** Every compiled test file, relative to the root, in name order. */
+function testFiles(dir = 'dist/test') {
+  const out = [];
+  for (const e of fs.readdirSync(path.join(root, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory()) out.push(...testFiles(rel));
+    else if (e.name.endsWith('.test.js')) out.push(rel);
+  }
+  return out;
+}
+
 async function test() {
   ensureInstalled(); build();
   if (!fs.existsSync('/usr/bin/chromium')) { try { aptInstall(['chromium']); } catch (err) { say(`browser login test will be skipped: ${err.message}`); } }
@@ -193,11 +208,12 @@ async function test() {
   const redis = await testRedis(storage);
   process.on('exit', () => redis.stop());
   storage.REDIS_URL = redis.url;
-  // test:long: the heavier variants (more fuzz runs per operation), on the fuzz files unless files are named.
+  // test:long: the heavier variants (more fuzz runs per operation, more records per crash test: TEST_LONG)
+  // and the files only it runs, unless files are named.
   const long = mode === 'test:long';
-  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: process.env.QUEUE_REDIS_URL ?? storage.REDIS_URL, NODE_ENV: 'test', ...(long ? { FUZZ_RUNS: process.env.FUZZ_RUNS ?? '40' } : {}) };
+  const env = { ...process.env, ...storage, QUEUE_REDIS_URL: process.env.QUEUE_REDIS_URL ?? storage.REDIS_URL, NODE_ENV: 'test', ...(long ? { FUZZ_RUNS: process.env.FUZZ_RUNS ?? '40', TEST_LONG: '1' } : {}) };
   if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');
-  const files = extra.length ? extra : long ? ['dist/test/hardening/fuzz-openapi.test.js'] : ['dist/test/**/*.test.js'];
+  const files = extra.length ? extra : long ? ['dist/test/hardening/fuzz-openapi.test.js', 'dist/test/logging/crash.test.js', 'dist/test/pii/lookup-rotation.test.js', ...LONG_ONLY] : testFiles().filter((f) => !LONG_ONLY.includes(f));
   const tap = path.join(root, 'node_modules', '.bin', 'tap');
   const args = ['--disable-coverage', '--reporter=tap', `--timeout=${long ? 900 : 120}`, '--jobs=2', ...files];
   const logFile = path.join(dataDir, extra.length ? `test-run-${process.pid}.tap` : 'last-test-run.tap');

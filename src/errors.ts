@@ -7,7 +7,7 @@
 export type Details = Record<string, string[]>;
 
 /** Where a code is defined: the interface spec's Errors part, or the OAuth/OpenID document it comes from. */
-type Source = 'spec' | 'RFC 6749' | 'RFC 8707' | 'OpenID Connect Core';
+type Source = 'spec' | 'RFC 6749' | 'RFC 6750' | 'RFC 8707' | 'RFC 9449' | 'OpenID Connect Core';
 
 interface CodeInfo { status: number; description: string; source: Source }
 
@@ -67,6 +67,10 @@ export const ERROR_CODES = {
   consent_required: { status: 400, description: 'The user has not consented.', source: 'OpenID Connect Core' },
   request_not_supported: { status: 400, description: 'The request parameter is not supported.', source: 'OpenID Connect Core' },
   request_uri_not_supported: { status: 400, description: 'The request_uri parameter is not supported.', source: 'OpenID Connect Core' },
+  // Sender-constrained tokens (RFC 9449 5 and 8; RFC 6750 3.1 for resource requests).
+  invalid_dpop_proof: { status: 400, description: 'The DPoP proof is invalid.', source: 'RFC 9449' },
+  use_dpop_nonce: { status: 400, description: 'Send a DPoP proof with the server-provided nonce.', source: 'RFC 9449' },
+  invalid_token: { status: 401, description: 'The access token is invalid.', source: 'RFC 6750' },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -159,6 +163,24 @@ export class OAuthError extends AppError {
   constructor(code: OAuthCode, description: string = describe(code), status: number = ERROR_CODES[code].status) {
     super(status, code, description,
       code === 'invalid_client' ? { headers: { 'WWW-Authenticate': 'Basic realm="svc", charset="UTF-8"' } } : {});
+  }
+}
+
+/** A DPoP proof at /token (or /par) that needs the server's nonce: 400 use_dpop_nonce with a fresh one (RFC 9449 8). */
+export class UseDpopNonce extends AppError {
+  constructor(nonce: string) {
+    super(400, 'use_dpop_nonce', describe('use_dpop_nonce'), { headers: { 'DPoP-Nonce': nonce } });
+  }
+}
+
+/**
+ * A refused DPoP (or DPoP-bound) resource request (RFC 9449 7.1): 401 with the DPoP challenge naming the
+ * error and the algorithms we accept, never the bare Bearer challenge.
+ */
+export class DpopUnauthorized extends AppError {
+  constructor(code: 'invalid_dpop_proof' | 'invalid_token' | 'use_dpop_nonce', description: string, algs: readonly string[], nonce?: string) {
+    const challenge = `DPoP error="${code}", error_description="${description.replace(/["\\]/g, '')}", algs="${algs.join(' ')}"`;
+    super(401, code, description, { headers: nonce ? { 'WWW-Authenticate': challenge, 'DPoP-Nonce': nonce } : { 'WWW-Authenticate': challenge } });
   }
 }
 

@@ -102,6 +102,17 @@ export function claimedClientId(req: HttpRequest, form: Record<string, string | 
   return typeof form.client_id === 'string' ? form.client_id : undefined;
 }
 
+/**
+ * The client a request claims by any method, before anything is checked: the id a secret names, or a
+ * client assertion's issuer. A DPoP proof's replay record is written under it (src/dpop/token-request.ts)
+ * and accepted only when authentication confirms the same client.
+ */
+export function proofClaimant(req: HttpRequest, form: Record<string, string | string[]>): string | undefined {
+  const claimed = claimedClientId(req, form);
+  if (claimed !== undefined || typeof form.client_assertion !== 'string') return claimed;
+  try { const iss = decodeJwt(form.client_assertion).iss; return typeof iss === 'string' ? iss : undefined; } catch { return undefined; }
+}
+
 // The digest of the secret that last passed the keyed-hash check, per cached client record. The
 // client cache hands out one object per client until it changes (a new secret is a new object), so
 // an entry never outlives the secret it was made from. A SHA-256 of a high-entropy secret and

@@ -117,7 +117,7 @@ export class HttpServer {
     const query = uReq.getQuery() ?? '';
     const headers: Record<string, string> = {};
     // Repeated header lines are one comma list (RFC 9110 5.3); X-Forwarded-For's order matters (client-address.ts).
-    uReq.forEach((k, v) => { headers[k] = k === 'x-forwarded-for' && headers[k] !== undefined ? `${headers[k]}, ${v}` : v; });
+    uReq.forEach((k, v) => { headers[k] = (k === 'x-forwarded-for' || k === 'dpop') && headers[k] !== undefined ? `${headers[k]}, ${v}` : v; });
     const incomingId = headers['x-request-id'];
     const requestId = incomingId !== undefined && REQUEST_ID_RE.test(incomingId) ? incomingId : randomUUID();
     const req = new HttpRequest(method, path, query, headers, requestId, res, this.opts.trustedProxies);

@@ -14,6 +14,8 @@ export interface CodeRecord {
   scope: string[];
   nonce?: string;
   codeChallenge?: string;
+  /** The DPoP key the code is bound to (RFC 9449 10: dpop_jkt at /authorize). */
+  dpopJkt?: string;
   userId: string;
   email: string;
   authTime: number;

@@ -21,7 +21,7 @@ export async function completeAuthorization(deps: Deps, client: Client, req: Aut
   }
   const code = await issueCode(deps.redis, {
     tenantId: client.tenantId, clientId: client.clientId, redirectUri: req.redirectUri, redirectUriGiven: req.redirectUriGiven, scope: req.scope,
-    nonce: req.nonce, codeChallenge: req.codeChallenge, userId: session.userId, email: session.email, authTime: session.authTime,
+    nonce: req.nonce, codeChallenge: req.codeChallenge, ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}), userId: session.userId, email: session.email, authTime: session.authTime,
   });
   return { kind: 'redirect', reply: redirectTo(req.redirectUri, deps.config.issuer, { code, state: req.state }, status) };
 }

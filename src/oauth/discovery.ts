@@ -1,3 +1,4 @@
+import { DPOP_ALGS } from '../dpop/proof.js';
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
 import type { Router } from '../http/router.js';
@@ -47,6 +48,8 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
     m.revocation_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.access_token_signing_alg_values_supported = [deps.config.tokenSigningAlg];
     m.authorization_response_iss_parameter_supported = has('/authorize');
+    // RFC 9449 5.1: the proof algorithms /token and our resources accept.
+    m.dpop_signing_alg_values_supported = [...DPOP_ALGS];
     return JSON.stringify(m);
   };
   const meta = () => ({ type: 'application/json', headers: { 'Cache-Control': 'public, max-age=300' }, body: (metadata ??= build()) });

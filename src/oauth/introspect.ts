@@ -113,5 +113,7 @@ export function activeAnswer(p: JwtPayload): Record<string, unknown> {
   if (p.resource !== undefined) out.resource = p.resource;
   if (p.permissions !== undefined) out.permissions = p.permissions;
   if (p.authorization_details !== undefined) out.authorization_details = p.authorization_details;
+  // RFC 9449 6.2: the resource server checks the presenter's proof against this key.
+  if (p.cnf !== undefined) { out.cnf = p.cnf; out.token_type = 'DPoP'; }
   return out;
 }

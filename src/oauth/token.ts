@@ -1,10 +1,11 @@
-import { tenantServing } from '../tenants/settings-cache.js';
+import { servingStatus } from '../tenants/settings-cache.js';
+import { DpopAtEndpoint } from '../dpop/token-request.js';
 import type { Deps } from '../deps.js';
 import { OAuthError, Overloaded } from '../errors.js';
 import type { FormToken } from '../generated/types.js';
 import { route } from '../http/route.js';
 import type { Route } from '../http/types.js';
-import { authenticateClient, claimedClientId, clientAuthContext, failureBudgetKey } from '../clients/authenticate.js';
+import { authenticateClient, claimedClientId, clientAuthContext, failureBudgetKey, proofClaimant } from '../clients/authenticate.js';
 import { CLIENT_AUTH_PARAMS, type Grant } from './grants/grant.js';
 import { grants } from './grants/index.js';
 import { NO_STORE, type Form } from './params.js';
@@ -27,6 +28,7 @@ export function grantInput(grant: Pick<Grant, 'params'>, form: FormToken): Form 
 /** POST /token: authenticate the client, look the grant up by type, check the client may use it, run it. */
 export function tokenRoutes(deps: Deps): Route[] {
   const authCtx = clientAuthContext(deps, `${deps.config.issuer}/token`);
+  const dpop = new DpopAtEndpoint(deps.redis, deps.config.keyEncryptionKey, `${deps.config.issuer}/token`);
   return [route({
     method: 'POST', path: '/token', iface: 'oauth', body: 'form', bodySchema: 'form.token',
     doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
@@ -42,16 +44,21 @@ export function tokenRoutes(deps: Deps): Route[] {
         const auth = pick(body, CLIENT_AUTH_PARAMS);
         const claimed = grant?.readAhead ? claimedClientId(req, auth) : undefined;
         const ahead = grant?.readAhead?.(deps, grantInput(grant, body), claimed === undefined ? undefined : failureBudgetKey(claimed, req.ip));
+        // In the same tick as the read above: the proof's replay write shares its Redis round trip.
+        const proof = dpop.start(req, proofClaimant(req, auth));
         const client = await authenticateClient(authCtx, req, auth, ahead?.[0]?.failures);
         if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
         if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
         // No new tokens for a suspended (or deleting) tenant: a resource server that verifies JWTs itself
         // would otherwise accept them. Read from the per-process cache, evicted by pub/sub on suspend.
-        if (!(await tenantServing(deps.tokens.tenantSettings, client.tenantId))) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
+        const tenant = await deps.tokens.tenantSettings.get(client.tenantId);
+        if (!servingStatus(tenant.status)) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
         try {
-          const issued = await grant.handle(deps, client, grantInput(grant, body), ahead);
+          const binding = await dpop.finish(proof, client, tenant);
+          const issued = await grant.handle(deps, client, grantInput(grant, body), ahead, binding);
           deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: true });
-          return { headers: NO_STORE, body: issued };
+          const nonce = binding && dpop.nonceFor(client, tenant);
+          return { headers: nonce ? { ...NO_STORE, 'DPoP-Nonce': nonce } : NO_STORE, body: issued };
         } catch (err) {
           if (err instanceof OAuthError) deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: false, error: err.code });
           throw err;

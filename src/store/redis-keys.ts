@@ -20,6 +20,14 @@ export const redisKeys = {
   /** Cached result of a plugin's last health check, with a TTL (absent: unknown). Used alone; no tag needed. */
   pluginHealth: (pluginId: string) => `plg:health:${pluginId}`,
 
+  // --- DPoP (src/dpop/replay.ts) ---
+  /**
+   * A DPoP proof's jti seen for a client (SET NX with the proof window as TTL): a second proof with the
+   * same jti is a replay. Used alone (pipelined with the request's read); no tag needed. The jti is the
+   * client's random value, hashed so its length and bytes never shape a key.
+   */
+  dpopJti: (clientId: string, jtiHash: string) => `dpop:${clientId}:${jtiHash}`,
+
   // --- revocation (src/tokens/revocation.ts) ---
   /**
    * Present while Redis holds the revocation record (refilled from Postgres when missing), on one Redis.

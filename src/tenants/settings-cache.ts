@@ -57,6 +57,10 @@ export async function assertLoginMethod(cache: TenantSettingsCache, tenantId: st
  * token endpoint read it with no query (a suspend evicts the entry everywhere by pub/sub).
  */
 export async function tenantServing(cache: TenantSettingsCache, tenantId: string): Promise<boolean> {
-  const { status } = await cache.get(tenantId);
+  return servingStatus((await cache.get(tenantId)).status);
+}
+
+/** Whether a tenant of this (cached) status is served. */
+export function servingStatus(status: TenantStatus | null): boolean {
   return status === null || !REFUSED_STATUSES.has(status);
 }

@@ -48,19 +48,25 @@ export async function findRefreshToken(db: Db, tenantId: string, token: string):
 export type RotateOutcome =
   | { kind: 'rotated'; record: RefreshRecord }
   | { kind: 'reused'; record: RefreshRecord; accessJtis: string[] }
-  | { kind: 'invalid' };
+  | { kind: 'invalid' }
+  /** Bound to a DPoP key (cnf.jkt) the request did not prove: nothing changed. */
+  | { kind: 'key_mismatch'; proved: boolean };
 
 /**
  * Marks an active refresh token as used, atomically. A token that was already rotated is a replay:
  * its whole family is revoked and the access token ids issued from it are returned for revocation.
  */
-export async function consumeRefreshToken(sql: Sql, token: string, client: { tenantId: string; clientId: string }): Promise<RotateOutcome> {
+export async function consumeRefreshToken(sql: Sql, token: string, client: { tenantId: string; clientId: string }, holderJkt?: string): Promise<RotateOutcome> {
   if (!looksLikeRefreshToken(token)) return { kind: 'invalid' };
   const id = sha256b64url(token);
   return sql.begin(async (tx) => {
     const repo = new RefreshTokenRepository(tx, client.tenantId);
     const row = await repo.getForUpdate(id);
     if (!row || row.client_id !== client.clientId) return { kind: 'invalid' } as const;
+    // A key-bound token (a public client's, RFC 9449 5) is refused before anything changes when the request
+    // did not prove its key: a thief without the key can neither use it nor set off reuse detection.
+    const bound = (row.claims as { cnf?: { jkt?: unknown } } | null)?.cnf?.jkt;
+    if (typeof bound === 'string' && bound !== holderJkt) return { kind: 'key_mismatch', proved: holderJkt !== undefined } as const;
     if (row.status === 'rotated') {
       const accessJtis = await repo.revokeFamily(row.family_id);
       // A replayed refresh token means it leaked (RFC 9700 4.14.2): the family's revocation and the alert commit together.

@@ -1,4 +1,7 @@
 import t from 'tap';
+import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { basic } from '../helpers/tokens.js';
 import { spawnSync } from 'node:child_process';
 import { PrivateRedis } from '../helpers/processes.js';
 import { startTestServer } from '../helpers/server.js';
@@ -39,7 +42,7 @@ t.test('introspection, token exchange and client_credentials each cost Redis one
     }
     const s1 = info('stats'); const c1 = info('commandstats');
     const delta = (cmd: string) => calls(c1, cmd) - calls(c0, cmd);
-    return { reads: Number(s1.total_reads_processed) - Number(s0.total_reads_processed), mget: delta('mget'), get: delta('get'), multi: delta('multi') + delta('exec') };
+    return { reads: Number(s1.total_reads_processed) - Number(s0.total_reads_processed), mget: delta('mget'), get: delta('get'), set: delta('set'), multi: delta('multi') + delta('exec') };
   };
   // The same number of idle seconds shows what the server reads on its own (timers, notices).
   const idleStart = info('stats');
@@ -68,4 +71,26 @@ t.test('introspection, token exchange and client_credentials each cost Redis one
   t.equal(cc.multi, 0, 'client_credentials reads its failure budget without a transaction');
   t.equal(cc.get, N, 'one GET: the failure budget');
   t.ok(cc.reads <= N + slack(N), `${cc.reads} reads for ${N} client_credentials requests`);
+
+  // DPoP (RFC 9449): the proof's replay record (SET NX) leaves in the same write as the request's read.
+  const { privateKey, publicKey } = await generateKeyPair('ES256');
+  const jwk = await exportJWK(publicKey);
+  const proof = () => new SignJWT({ htm: 'POST', htu: `${srv.url}/token`, jti: randomUUID(), iat: Math.floor(Date.now() / 1000) })
+    .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk }).sign(privateKey);
+  const dpopPost = async (form: Record<string, string>) => fetch(`${srv.url}/token`, {
+    method: 'POST', body: new URLSearchParams(form),
+    headers: { authorization: basic(b.clients.exchanger.client_id, b.clients.exchanger.client_secret), 'content-type': 'application/x-www-form-urlencoded', dpop: await proof() },
+  });
+  const dcc = await measure(() => dpopPost({ grant_type: 'client_credentials' }), N);
+  // Background work (a revocation sentinel's refresh) may add a SET of its own during the run.
+  t.ok(dcc.set >= N && dcc.set <= N + 2, `one SET NX per DPoP client_credentials request, the proof's jti (${dcc.set} for ${N})`);
+  t.equal(dcc.get, N, 'and the failure budget\'s GET');
+  t.ok(dcc.reads <= N + slack(N), `${dcc.reads} reads for ${N} DPoP client_credentials requests: the jti write travels with the read`);
+  const bound = ((await (await dpopPost({ grant_type: 'client_credentials' })).json()) as { access_token: string }).access_token;
+  const dex = await measure(() => dpopPost({
+    grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: bound, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+  }), N);
+  t.equal(dex.mget, N, 'one MGET per DPoP exchange');
+  t.ok(dex.set >= N && dex.set <= N + 2, `one SET NX per DPoP exchange (${dex.set} for ${N})`);
+  t.ok(dex.reads <= N + slack(N), `${dex.reads} reads for ${N} DPoP exchanges`);
 });

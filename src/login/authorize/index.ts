@@ -10,6 +10,8 @@ import { param, RedirectableError, type AuthorizationRequest, type Query } from 
 
 export { PageError, RedirectableError, type AuthorizationRequest, type Query } from './types.js';
 
+const JKT = /^[A-Za-z0-9_-]{43}$/;
+
 /** The first two checks: until they pass there is nowhere safe to send an error. */
 export async function trustedTarget(deps: Deps, q: Query): Promise<{ client: Client; redirectUri: string; given: boolean }> {
   const client = await checkClient(deps, q);
@@ -24,8 +26,11 @@ export function validateRequest(client: Client, target: { redirectUri: string; g
   const codeChallenge = checkPkce(client, q);
   const { prompt, maxAge } = checkPrompt(q);
   const bad = (m: string) => new RedirectableError('invalid_request', m);
+  const dpopJkt = param(q, 'dpop_jkt', bad);
+  if (dpopJkt !== undefined && !JKT.test(dpopJkt)) throw bad('dpop_jkt must be a base64url SHA-256 JWK thumbprint (43 characters).');
   return {
     tenantId: client.tenantId, clientId: client.clientId, redirectUri: target.redirectUri, redirectUriGiven: target.given,
     scope, state: param(q, 'state', bad), nonce: param(q, 'nonce', bad), codeChallenge, prompt, maxAge, loginHint: param(q, 'login_hint', bad),
+    ...(dpopJkt !== undefined ? { dpopJkt } : {}),
   };
 }

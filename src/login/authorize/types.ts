@@ -11,6 +11,8 @@ export interface AuthorizationRequest {
   state?: string;
   nonce?: string;
   codeChallenge?: string;
+  /** RFC 9449 10: the DPoP key thumbprint the code will be bound to. */
+  dpopJkt?: string;
   prompt: string[];
   maxAge?: number;
   loginHint?: string;

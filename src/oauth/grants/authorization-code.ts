@@ -10,7 +10,7 @@ import { revokeFamily, storeRefreshToken } from '../../tokens/refresh-tokens.js'
 import { sha256b64url } from '../../tokens/secrets.js';
 import { issueIdToken } from '../id-token.js';
 import { one, required } from '../params.js';
-import { audClaim, resolveTargets, ttlFor, type Grant } from './grant.js';
+import { audClaim, bindTo, resolveTargets, tokenType, ttlFor, type Grant } from './grant.js';
 
 /** A replayed authorization code is a security alert (its first tokens are revoked). */
 const codeGrantEvents = declareEvents(['security.alert']);
@@ -39,7 +39,7 @@ export const authorizationCode: Grant = {
   type: GRANT.authorizationCode,
   // The scope is the one the user granted; a scope parameter here is not read (RFC 6749 4.1.3).
   params: ['code', 'redirect_uri', 'code_verifier', 'audience', 'resource'],
-  async handle(deps, client, form) {
+  async handle(deps, client, form, _ahead, binding) {
     const code = required(form, 'code');
     const redemption = await redeemCode(deps.redis, code);
     if (redemption.kind === 'unknown') throw invalidGrant();
@@ -65,14 +65,19 @@ export const authorizationCode: Grant = {
       throw invalidGrant('code_verifier was sent but the authorization request had no code_challenge.');
     }
 
+    if (rec.dpopJkt !== undefined) {
+      // RFC 9449 10: a code bound at /authorize is redeemed only with a proof of that key.
+      if (!binding) throw new OAuthError('invalid_dpop_proof', 'The authorization code is DPoP-bound: send a DPoP proof of its key.');
+      if (binding.jkt !== rec.dpopJkt) throw invalidGrant('The DPoP proof\'s key is not the one the authorization request named (dpop_jkt).');
+    }
     const scope = rec.scope.join(' ');
     const { aud } = resolveTargets(client, form, deps.config.issuer, deps.config.issuer);
     const ttl = (await ttlFor(deps, client));
     const admin = await adminClaimsFor(deps, rec.tenantId, rec.userId, audClaim(aud), scope);
     const at = await deps.tokens.accessTokens.issue({
-      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: { auth_time: rec.authTime, email: rec.email, ...admin },
+      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo({ auth_time: rec.authTime, email: rec.email, ...admin }, binding),
     });
-    const body: Record<string, unknown> = { access_token: at.token, token_type: 'Bearer', expires_in: ttl, scope };
+    const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope };
     const issued: IssuedFromCode = { accessJti: at.jti, accessExp: at.exp };
     const [idToken, refresh] = await Promise.all([
       rec.scope.includes('openid')
@@ -81,7 +86,9 @@ export const authorizationCode: Grant = {
       client.grantTypes.includes(GRANT.refreshToken) && (rec.scope.includes('offline_access') || client.firstParty)
         ? storeRefreshToken(deps.sql, {
           tenantId: rec.tenantId, clientId: client.clientId, sub: rec.userId, scope, accessJti: at.jti, authTime: rec.authTime * 1000,
-          claims: { aud: audClaim(aud) }, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
+          // A public client's refresh token is bound to the proof's key (RFC 9449 5); a confidential client's
+          // is held by its authentication, and each refresh binds the new access token to that request's proof.
+          claims: binding && client.authMethod === 'none' ? { aud: audClaim(aud), cnf: { jkt: binding.jkt } } : { aud: audClaim(aud) }, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
         })
         : undefined,
     ]);

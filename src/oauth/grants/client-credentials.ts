@@ -1,13 +1,13 @@
 import { GRANT } from '../../clients/model.js';
 import { one } from '../params.js';
-import { audClaim, narrowScope, resolveTargets, ttlFor, type Grant } from './grant.js';
+import { audClaim, bindTo, narrowScope, resolveTargets, tokenType, ttlFor, type Grant } from './grant.js';
 
 /** RFC 6749 4.4. Machine principals' tokens also carry their permissions and tenant scopes. */
 export const clientCredentials: Grant = {
   type: GRANT.clientCredentials,
   params: ['scope', 'audience', 'resource'],
   shedWhenBusy: true,
-  async handle(deps, client, form) {
+  async handle(deps, client, form, _ahead, binding) {
     const scope = narrowScope(one(form, 'scope'), client.scopes);
     const { aud, resource } = resolveTargets(client, form, deps.config.issuer);
     const extra: Record<string, unknown> = {};
@@ -15,7 +15,7 @@ export const clientCredentials: Grant = {
     if (client.permissions.length) extra.permissions = client.permissions;
     if (client.tenantScopes.length) extra.tenant_scopes = client.tenantScopes;
     const ttl = (await ttlFor(deps, client));
-    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: client.clientId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra });
-    return { access_token: t.token, token_type: 'Bearer', expires_in: ttl, scope };
+    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: client.clientId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo(extra, binding) });
+    return { access_token: t.token, token_type: tokenType(binding), expires_in: ttl, scope };
   },
 };

@@ -6,7 +6,7 @@ import { OAuthError } from '../../errors.js';
 import { JwtError, TOKEN_TYPES, verifyJwt, type JwtPayload } from '../../tokens/jwt.js';
 import { revocationSubject } from '../../tokens/revocation.js';
 import { many, one, type Form } from '../params.js';
-import { ttlFor } from './grant.js';
+import { bindTo, tokenType, ttlFor, type Binding } from './grant.js';
 
 const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
 
@@ -39,7 +39,7 @@ async function verifyElevationToken(deps: Deps, client: Client, token: string): 
  * issued. Its jti is recorded against the grant, so revoking the grant revokes it; its `elevation` claim
  * names the grant, and its `lineage` the subject token, so a token ever exchanged from it goes too.
  */
-export async function exchangeElevation(deps: Deps, client: Client, form: Form): Promise<Record<string, unknown>> {
+export async function exchangeElevation(deps: Deps, client: Client, form: Form, binding?: Binding): Promise<Record<string, unknown>> {
   const requested = one(form, 'requested_token_type') ?? ACCESS_TOKEN;
   if (requested !== ACCESS_TOKEN) throw new OAuthError('invalid_request', 'An elevation token is exchanged for an access token only.');
   if (one(form, 'actor_token') !== undefined) throw new OAuthError('invalid_request', 'An elevation token carries its actor; actor_token is not accepted with it.');
@@ -60,16 +60,16 @@ export async function exchangeElevation(deps: Deps, client: Client, form: Form):
     const ttl = Math.min((await ttlFor(deps, client)), remaining);
     const t = await deps.tokens.accessTokens.issue({
       tenant: client.tenantId, sub: r.target_subject_id, clientId: client.clientId, aud: g.audience, scope: '', ttlSeconds: ttl,
-      extra: {
+      extra: bindTo({
         act: { sub: r.requester_id }, authorization_details: g.authorization_details,
         // Which grant it came from, and whether that grant lets it be exchanged again (src/oauth/grants/token-exchange.ts).
         elevation: { grant_id: g.id, ...(r.allow_reexchange ? { reexchange: true } : {}) },
         // The subject token is its parent: revoking it (the grant revokes both) ends this token too.
         lineage: [{ jti: String(p.jti), client_id: client.clientId }],
-      },
+      }, binding),
     });
     await store.approvals.recordToken({ grant_id: g.id, jti: t.jti, kind: 'access', client_id: client.clientId, expires_at: t.exp * 1000 });
     await elevationEvents.emit(tx, client.tenantId, 'security.alert', alertData(ALERT_KIND.used, g, r, { type: 'client', id: client.clientId }));
-    return { access_token: t.token, issued_token_type: ACCESS_TOKEN, token_type: 'Bearer', expires_in: ttl, authorization_details: g.authorization_details };
+    return { access_token: t.token, issued_token_type: ACCESS_TOKEN, token_type: tokenType(binding), expires_in: ttl, authorization_details: g.authorization_details };
   });
 }

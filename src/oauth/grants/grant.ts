@@ -34,7 +34,28 @@ export interface Grant {
    * round trip (src/tokens/read-ahead.ts); handle() receives them and uses each only for its own token.
    */
   readAhead?(deps: Deps, form: Form, failuresKey: string | undefined): ReadAhead[];
-  handle(deps: Deps, client: Client, form: Form, ahead?: ReadAhead[]): Promise<Record<string, unknown>>;
+  /** `binding`: the key of the request's verified DPoP proof, which the issued tokens are bound to. */
+  handle(deps: Deps, client: Client, form: Form, ahead?: ReadAhead[], binding?: Binding): Promise<Record<string, unknown>>;
+}
+
+/** The key a request proved possession of with DPoP (RFC 9449): its RFC 7638 thumbprint. */
+export interface Binding { jkt: string }
+
+/** Adds the confirmation claim (RFC 9449 6.1) that binds a token to the proof's key; returns the claims. */
+export function bindTo(extra: Record<string, unknown>, binding: Binding | undefined): Record<string, unknown> {
+  if (binding) extra.cnf = { jkt: binding.jkt };
+  return extra;
+}
+
+/** token_type of the answer: DPoP for a bound token (RFC 9449 5), Bearer otherwise. */
+export function tokenType(binding: Binding | undefined): 'DPoP' | 'Bearer' {
+  return binding ? 'DPoP' : 'Bearer';
+}
+
+/** The key a presented token is bound to, if any. */
+export function boundKey(claims: object): string | undefined {
+  const cnf = (claims as { cnf?: { jkt?: unknown } }).cnf;
+  return cnf && typeof cnf.jkt === 'string' ? cnf.jkt : undefined;
 }
 
 /**

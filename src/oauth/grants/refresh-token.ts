@@ -4,7 +4,7 @@ import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import { consumeRefreshToken, storeRefreshToken } from '../../tokens/refresh-tokens.js';
 import { one, required } from '../params.js';
-import { narrowScope, ttlFor, type Grant } from './grant.js';
+import { bindTo, narrowScope, tokenType, ttlFor, type Grant } from './grant.js';
 
 /** Revokes the access tokens issued from a replayed refresh token family, until they would expire. */
 async function revokeAccessJtis(deps: Deps, tenant: string, jtis: string[]): Promise<void> {
@@ -17,9 +17,13 @@ async function revokeAccessJtis(deps: Deps, tenant: string, jtis: string[]): Pro
 export const refreshToken: Grant = {
   type: GRANT.refreshToken,
   params: ['refresh_token', 'scope'],
-  async handle(deps, client, form) {
+  async handle(deps, client, form, _ahead, binding) {
     const presented = required(form, 'refresh_token');
-    const outcome = await consumeRefreshToken(deps.sql, presented, client);
+    const outcome = await consumeRefreshToken(deps.sql, presented, client, binding?.jkt);
+    if (outcome.kind === 'key_mismatch') {
+      if (!outcome.proved) throw new OAuthError('invalid_dpop_proof', 'The refresh token is DPoP-bound: send a DPoP proof of its key.');
+      throw new OAuthError('invalid_grant', 'The refresh token is bound to another DPoP key.');
+    }
     if (outcome.kind === 'reused') {
       await revokeAccessJtis(deps, client.tenantId, outcome.accessJtis);
       deps.log.warn({ client_id: client.clientId, family: outcome.record.family_id.slice(0, 8) }, 'refresh token reuse: family revoked');
@@ -37,13 +41,13 @@ export const refreshToken: Grant = {
     const admin = await adminClaimsFor(deps, rec.tenant_id, rec.sub, aud, scope);
     const at = await deps.tokens.accessTokens.issue({
       tenant: rec.tenant_id, sub: rec.sub, clientId: client.clientId, aud, scope, ttlSeconds: ttl,
-      extra: { ...(rec.auth_time ? { auth_time: Math.floor(Number(rec.auth_time) / 1000) } : {}), ...admin },
+      extra: bindTo({ ...(rec.auth_time ? { auth_time: Math.floor(Number(rec.auth_time) / 1000) } : {}), ...admin }, binding),
     });
     const next = await storeRefreshToken(deps.sql, {
       tenantId: rec.tenant_id, clientId: client.clientId, sub: rec.sub, scope, familyId: rec.family_id, accessJti: at.jti,
       authTime: rec.auth_time === null ? null : Number(rec.auth_time), claims: rec.claims,
       ttlSeconds: Math.max(1, Math.floor((Number(rec.expires_at) - Date.now()) / 1000)), generation: deps.tokens.sharding.current(client.clientId),
     });
-    return { access_token: at.token, token_type: 'Bearer', expires_in: ttl, scope, refresh_token: next };
+    return { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope, refresh_token: next };
   },
 };

@@ -6,7 +6,7 @@ import { aheadFor, readAhead, type ReadAhead } from '../../tokens/read-ahead.js'
 import { lineageOf, MAX_LINEAGE, revocationSubject, type Ancestor } from '../../tokens/revocation.js';
 import { one, required } from '../params.js';
 import { exchangeElevation } from './elevation-exchange.js';
-import { audClaim, narrowScope, resolveTargets, ttlFor, type Grant } from './grant.js';
+import { audClaim, bindTo, boundKey, narrowScope, resolveTargets, tokenType, ttlFor, type Binding, type Grant } from './grant.js';
 
 export const TOKEN_TYPE = {
   accessToken: 'urn:ietf:params:oauth:token-type:access_token',
@@ -66,6 +66,15 @@ function reexchangeOfElevated(subject: JwtPayload, aud: string[]): Record<string
   return { elevation: subject.elevation, authorization_details: subject.authorization_details };
 }
 
+/**
+ * A DPoP-bound token (cnf.jkt) is exchanged only by a request that carries a DPoP proof: the new token is
+ * bound to the proof's key, so an exchange never turns a sender-constrained token into a bearer one
+ * (docs/decisions.md). The proof may be another key's: an exchanging service binds what it gets to its own.
+ */
+function requireProofForBound(token: JwtPayload, binding: Binding | undefined, what: 'subject' | 'actor'): void {
+  if (boundKey(token) !== undefined && !binding) throw new OAuthError('invalid_dpop_proof', `The ${what} token is DPoP-bound: exchange it with a DPoP proof.`);
+}
+
 /** RFC 8693 token exchange: validate subject (and actor), intersect scope, issue for the requested audience. */
 export const tokenExchange: Grant = {
   type: GRANT.tokenExchange,
@@ -80,7 +89,7 @@ export const tokenExchange: Grant = {
     if (actor) out.push(actor);
     return out;
   },
-  async handle(deps, client, form, ahead) {
+  async handle(deps, client, form, ahead, binding) {
     const subjectToken = required(form, 'subject_token');
     const subjectType = required(form, 'subject_token_type');
     const { settings } = await deps.tokens.tenantSettings.get(client.tenantId);
@@ -88,7 +97,7 @@ export const tokenExchange: Grant = {
     if (settings.allowed_subject_token_types && !(settings.allowed_subject_token_types as string[]).includes(subjectType)) {
       throw new OAuthError('invalid_request', 'This subject_token_type is not allowed in this tenant.');
     }
-    if (subjectType === TOKEN_TYPE.elevationGrant) return exchangeElevation(deps, client, form);
+    if (subjectType === TOKEN_TYPE.elevationGrant) return exchangeElevation(deps, client, form, binding);
     if (!SUBJECT_TYPES.has(subjectType)) throw new OAuthError('invalid_request', 'Unsupported subject_token_type.');
     const requestedType = one(form, 'requested_token_type') ?? TOKEN_TYPE.accessToken;
     if (requestedType !== TOKEN_TYPE.accessToken && requestedType !== TOKEN_TYPE.jwt) throw new OAuthError('invalid_request', 'Unsupported requested_token_type.');
@@ -105,6 +114,8 @@ export const tokenExchange: Grant = {
       verifyPresentedToken(deps, subjectToken, client.tenantId, 'subject', ahead),
       actorToken === undefined ? undefined : verifyPresentedToken(deps, actorToken, client.tenantId, 'actor', ahead),
     ]);
+    requireProofForBound(subject, binding, 'subject');
+    if (actor) requireProofForBound(actor, binding, 'actor');
     const scope = narrowScope(one(form, 'scope'), String(subject.scope ?? '').split(' ').filter(Boolean), client.scopes);
 
     const extra: Record<string, unknown> = {};
@@ -118,7 +129,7 @@ export const tokenExchange: Grant = {
     const now = Math.floor(Date.now() / 1000);
     // The issued token never outlives the token it was exchanged for.
     const ttl = Math.max(1, Math.min((await ttlFor(deps, client)), Number(subject.exp) - now));
-    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: String(subject.sub), clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra });
-    return { access_token: t.token, issued_token_type: requestedType, token_type: 'Bearer', expires_in: ttl, scope };
+    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: String(subject.sub), clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo(extra, binding) });
+    return { access_token: t.token, issued_token_type: requestedType, token_type: tokenType(binding), expires_in: ttl, scope };
   },
 };
