@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
+import type { JobQueues } from './jobs/queues.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './log.js';
 import type { Governance } from './logging/wiring.js';
@@ -17,6 +18,8 @@ export interface Deps {
   store: Store;
   redis: Redis;
   tokens: TokenServices;
+  /** The process's job producers (src/jobs/), over one shared queue connection. */
+  jobs: JobQueues;
   /**
    * Owner of the process's connections, queues and timers: a module that opens one registers it here
    * (`deps.lifecycle.add(name, { start, close })`) and shutdown closes it.

@@ -4,6 +4,7 @@ import { finishStaleMoves } from './admin/pii-move.js';
 import { PiiVault } from './store/pii-vault.js';
 import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
+import { JobQueues } from './jobs/queues.js';
 import { createLifecycle, type Lifecycle } from './lifecycle.js';
 import { createLogPipeline } from './logging/wiring.js';
 import { createLogger, type Logger } from './log.js';
@@ -62,7 +63,9 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     });
     // Users are indexed with the keys of the lookup-key rotation's current state (src/lookup-keys/).
     followLookupKeys({ config, sql, redis, vault: pii, role: 'http', log, lifecycle });
-    deps = { config, log, sql, store: new Store(sql, pii, replica), redis, tokens, lifecycle };
+    // One producer connection for every job this process adds (src/jobs/).
+    const jobs = lifecycle.add('job queues', new JobQueues(config));
+    deps = { config, log, sql, store: new Store(sql, pii, replica), redis, tokens, jobs, lifecycle };
     // Token decisions are buffered here and appended in batches; on only for tenants whose settings say so (cached).
     const logs = createLogPipeline(config, sql, log, (tenantId) => {
       const p = tokens.tenantSettings.get(tenantId);
