@@ -25,8 +25,6 @@ export interface Deps {
    * (`deps.lifecycle.add(name, { start, close })`) and shutdown closes it.
    */
   lifecycle: Lifecycle;
-  /** Queues the purge of a tenant marked `deleting` (src/tenants/purge.ts); absent in processes that do not run it. */
-  tenantPurge?: { enqueue(tenantId: string): Promise<void> };
   /** The process's log record buffer (src/logging/pipeline.ts); absent in processes that do not produce buffered records. */
   logs?: LogPipeline;
   /** The process's usage meter and quota admission (src/logging/wiring.ts). */

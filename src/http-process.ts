@@ -8,9 +8,6 @@ import { JobQueues } from './jobs/queues.js';
 import { createLifecycle, type Lifecycle } from './lifecycle.js';
 import { createLogPipeline } from './logging/wiring.js';
 import { createLogger, type Logger } from './log.js';
-import { createCredentialSweeper } from './principals/sweeper.js';
-import { createElevationSweeper } from './elevation/sweep.js';
-import { createTenantPurger } from './tenants/purge.js';
 import { createTokenServices } from './services.js';
 import { closeRedis, createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
@@ -74,13 +71,8 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     // Governance first: it closes after the pipeline, so the pipeline's last counts are flushed.
     deps.logGovernance = lifecycle.add('log governance', logs.governance);
     deps.logs = lifecycle.add('log pipeline', logs.pipeline);
-    // Background work of the process is registered here (or by the module that owns it, through
-    // deps.lifecycle), never started by building routes.
-    lifecycle.add('machine credential sweeper', createCredentialSweeper(deps));
-    lifecycle.add('elevation expiry sweep', createElevationSweeper(deps));
-    const tenantPurge = createTenantPurger(deps);
-    deps.tenantPurge = tenantPurge;
-    lifecycle.add('tenant purge', tenantPurge);
+    // Background work runs in the worker processes (src/jobs/table.ts); what this process holds open is
+    // registered on deps.lifecycle by the module that owns it, never started by building routes.
     const router = buildRouter(deps);
     server = new HttpServer(router, {
       host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,

@@ -22,11 +22,33 @@ import { enqueueRotation } from '../src/lookup-keys/queue.js';
 import { completeAfterGrace, driveRotation, type WorkDeps } from '../src/lookup-keys/work.js';
 import { lookupHmacRepo } from '../src/lookup-keys/repository.js';
 import { hasJobWork } from '../src/lookup-keys/states.js';
+import { ClientCache } from '../src/clients/cache.js';
+import { sweepExpiredApprovals } from '../src/elevation/sweep.js';
+import { sweepCredentialEdges } from '../src/principals/sweeper.js';
+import { channel, redisChannels } from '../src/store/redis-keys.js';
+import { purgeDeleting, type PurgeDeps } from '../src/tenants/purge.js';
+import { TenantSettingsCache } from '../src/tenants/settings-cache.js';
+import { RevocationStore } from '../src/tokens/revocation.js';
 
 export interface RunningJobsWorker { close(): Promise<void> }
 
 /** What the jobs worker's jobs run with. */
-export interface JobsContext { config: Config; log: Logger; sql: Sql; store: Store; cache: Redis; jobs: JobQueues; work: WorkDeps }
+export interface JobsContext { config: Config; log: Logger; sql: Sql; store: Store; cache: Redis; jobs: JobQueues; work: WorkDeps; purge: PurgeDeps }
+
+/** `elevation-sweep`: moves requests, steps and grants past their expiry to expired. */
+export function sweepApprovals(_d: unknown, { purge }: JobsContext): Promise<number> {
+  return sweepExpiredApprovals(purge);
+}
+
+/** `principal-sweep`: applies machine credentials' notBefore and expiresAt to their clients. */
+export function sweepCredentials(_d: unknown, { purge }: JobsContext): Promise<number> {
+  return sweepCredentialEdges(purge);
+}
+
+/** `tenant-purge` (one tenant) and `tenant-purge-resume` (every tenant left `deleting`). */
+export function purgeTenants(d: SchemaTypes['jobs.tenant-purge'], { purge, jobs }: JobsContext): Promise<void> {
+  return purgeDeleting(purge, jobs.connection, d.tenantId);
+}
 
 /** `plugin-health`: runs every plugin's health check and caches the results in Redis. */
 export async function checkPlugins(_d: unknown, { config, sql, cache, jobs }: JobsContext): Promise<unknown> {
@@ -65,8 +87,8 @@ export async function runUserJob(d: SchemaTypes['jobs.user-job'], { store }: Job
 
 /**
  * The jobs worker process (role `jobs-worker`): consumes the jobs src/jobs/table.ts gives this role
- * (imports and exports, lookup-key rotations, plugin health every PLUGIN_HEALTH_INTERVAL_MS). Started by
- * the supervisor, and in-process by tests.
+ * (imports and exports, lookup-key rotations, tenant purges, and the periodic plugin health, elevation
+ * expiry and machine credential sweeps). Started by the supervisor, and in-process by tests.
  */
 export async function startJobsWorker(config: Config, log: Logger, opts: { schedules?: boolean } = {}): Promise<RunningJobsWorker> {
   const sql = createSql(config);
@@ -84,7 +106,15 @@ export async function startJobsWorker(config: Config, log: Logger, opts: { sched
     leaseMs: config.lookupReindexLeaseMs, batch: config.lookupReindexBatch, liveMs: config.lookupKeyringLiveMs,
     scheduleGrace: (operationId, delayMs) => enqueueRotation(jobs, { operationId, kind: 'grace' }, delayMs),
   };
-  const consumers = await startConsumers<JobsContext>('jobs-worker', { config, log, sql, store, cache, jobs, work }, { config, log, jobs, schedules: opts.schedules });
+  // What the sweeps and the purge change in other processes: revocation marks, and the change notices
+  // that evict clients and tenant settings from their caches.
+  const tokens = {
+    revocations: new RevocationStore(cache, sql, log, { acks: config.revocationReplicaAcks, waitMs: config.revocationReplicaWaitMs, retryMs: config.revocationRetryMs }),
+    clients: new ClientCache(sql, cache, config.redisPrefix, log),
+    tenantSettings: new TenantSettingsCache(sql, cache, channel(config, redisChannels.tenantsChanged), log),
+  };
+  const purge: PurgeDeps = { sql, redis: cache, config, log, store, tokens };
+  const consumers = await startConsumers<JobsContext>('jobs-worker', { config, log, sql, store, cache, jobs, work, purge }, { config, log, jobs, schedules: opts.schedules });
   // Work that a lost enqueue left behind (Redis down when a move committed) is queued again at start.
   const live = await lookupHmacRepo.live(sql);
   if (live && hasJobWork(live.state)) await enqueueRotation(jobs, { operationId: live.operation_id, kind: 'work' }).catch(() => {});
@@ -104,10 +134,14 @@ export async function startJobsWorker(config: Config, log: Logger, opts: { sched
 // `node dist/workers/jobs-worker.js`: run just this worker (used by the kill-mid-import test and for
 // running jobs apart from the supervisor). Configuration comes from the environment as usual.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const config = loadConfig();
-  const running = await startJobsWorker(config, createLogger(config.logLevel, { role: 'jobs-worker' }));
-  process.send?.({ type: 'svc:ready' });
-  const stop = () => { void running.close().then(() => process.exit(0)); };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // Not a top-level await: the table loads this module's run functions by import(), which would wait
+  // for this module's own evaluation to end.
+  void (async () => {
+    const config = loadConfig();
+    const running = await startJobsWorker(config, createLogger(config.logLevel, { role: 'jobs-worker' }));
+    process.send?.({ type: 'svc:ready' });
+    const stop = () => { void running.close().then(() => process.exit(0)); };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  })();
 }

@@ -111,10 +111,14 @@ export async function startLogWorker(config: Config, log: Logger, opts: { schedu
 
 // `node dist/workers/log-worker.js`: run just this worker (used by the crash tests). Configuration from the environment.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const config = loadConfig();
-  const running = await startLogWorker(config, createLogger(config.logLevel, { role: 'log-worker' }));
-  process.send?.({ type: 'svc:ready' });
-  const stop = () => { void running.close().then(() => process.exit(0)); };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // Not a top-level await: the table loads this module's run functions by import(), which would wait
+  // for this module's own evaluation to end.
+  void (async () => {
+    const config = loadConfig();
+    const running = await startLogWorker(config, createLogger(config.logLevel, { role: 'log-worker' }));
+    process.send?.({ type: 'svc:ready' });
+    const stop = () => { void running.close().then(() => process.exit(0)); };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  })();
 }

@@ -106,11 +106,14 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { stor
 // `node dist/workers/webhook-worker.js`: run just this consumer and relay (used by crash tests and for
 // running delivery apart from the supervisor). Configuration comes from the environment as usual.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const config = loadConfig();
-  const log = createLogger(config.logLevel, { role: 'webhook-worker' });
-  const running = await startWebhookWorker(config, log);
-  process.send?.({ type: 'svc:ready' });
-  const stop = () => { void running.close().then(() => process.exit(0)); };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // Not a top-level await: the table loads this module's run functions by import(), which would wait
+  // for this module's own evaluation to end.
+  void (async () => {
+    const config = loadConfig();
+    const running = await startWebhookWorker(config, createLogger(config.logLevel, { role: 'webhook-worker' }));
+    process.send?.({ type: 'svc:ready' });
+    const stop = () => { void running.close().then(() => process.exit(0)); };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  })();
 }

@@ -4,9 +4,9 @@ import { validators } from '../generated/index.js';
 import type { Logger } from '../log.js';
 import { createRedis } from '../store/redis.js';
 import { queuePrefix } from '../store/redis-keys.js';
-import { ms, type JobRunner, type WorkerRole } from './declare.js';
+import { ms, type JobRunner, type QueueDecl, type WorkerRole } from './declare.js';
 import type { JobQueues } from './queues.js';
-import { JOBS, QUEUES, jobsOn, queuesOf, type JobName, type QueueName } from './table.js';
+import { JOBS, QUEUES, jobsOn, queuesOf, type JobName } from './table.js';
 
 export interface RunningConsumers { close(): Promise<void> }
 
@@ -21,7 +21,7 @@ export async function startConsumers<C>(role: WorkerRole, ctx: C, deps: { config
   const connection = createRedis(config, 'worker');
   const workers: Worker[] = [];
   for (const q of queuesOf(role)) {
-    const decl = QUEUES[q] as (typeof QUEUES)[QueueName] & { lockDuration?: unknown; stalledInterval?: unknown; maxStalledCount?: number; logError?: 'message' | 'code' };
+    const decl: QueueDecl = QUEUES[q];
     const kinds = jobsOn(q);
     const runners = new Map<string, { key: JobName; run: JobRunner<unknown, C> }>();
     for (const k of kinds) runners.set(JOBS[k].name, { key: k, run: (await JOBS[k].run()) as unknown as JobRunner<unknown, C> });
@@ -36,8 +36,8 @@ export async function startConsumers<C>(role: WorkerRole, ctx: C, deps: { config
     }, {
       connection, prefix: queuePrefix(config),
       concurrency: typeof decl.concurrency === 'function' ? decl.concurrency(config) : decl.concurrency,
-      ...(decl.lockDuration !== undefined ? { lockDuration: ms(decl.lockDuration as never, config) } : {}),
-      ...(decl.stalledInterval !== undefined ? { stalledInterval: ms(decl.stalledInterval as never, config) } : {}),
+      ...(decl.lockDuration !== undefined ? { lockDuration: ms(decl.lockDuration, config) } : {}),
+      ...(decl.stalledInterval !== undefined ? { stalledInterval: ms(decl.stalledInterval, config) } : {}),
       ...(decl.maxStalledCount !== undefined ? { maxStalledCount: decl.maxStalledCount } : {}),
     });
     w.on('error', (err) => log.warn({ queue: q, err: err.message }, 'queue consumer error'));

@@ -2,6 +2,7 @@ import type { EmailContext } from '../../workers/email-worker.js';
 import type { JobsContext } from '../../workers/jobs-worker.js';
 import type { LogContext } from '../../workers/log-worker.js';
 import type { WebhookContext } from '../../workers/webhook-worker.js';
+import { CREDENTIAL_SWEEP_MS } from '../principals/sweeper.js';
 import type { JobDecl, JobSchema, QueueDecl, WorkerRole } from './declare.js';
 
 /**
@@ -25,6 +26,11 @@ export const QUEUES = {
   'log-rewrap': { role: 'log-worker', concurrency: 2, ...resumable() },
   // http_sink deliveries: the due rows of log_deliveries are durable in Postgres; BullMQ only paces the passes.
   'log-delivery': { role: 'log-worker', concurrency: 1 },
+  // Periodic work of the whole deployment: one run per interval, whichever jobs worker takes it.
+  'elevation-sweep': { role: 'jobs-worker', concurrency: 1 },
+  'principal-sweep': { role: 'jobs-worker', concurrency: 1 },
+  // A purge of one tenant at a time; the periodic resume takes up tenants a crash left `deleting`.
+  'tenant-purge': { role: 'jobs-worker', concurrency: 1 },
 } satisfies Record<string, QueueDecl>;
 export type QueueName = keyof typeof QUEUES;
 
@@ -97,6 +103,26 @@ export const JOBS = {
     queue: 'log-delivery', name: 'deliver', schema: 'jobs.tick', options: periodic,
     schedule: { id: 'log-delivery', every: (c) => c.logDeliveryIntervalMs },
     run: async () => (await import('../../workers/log-worker.js')).deliverToSinks,
+  }),
+  'elevation-sweep': job({
+    queue: 'elevation-sweep', name: 'sweep', schema: 'jobs.tick', options: { removeOnComplete: true, removeOnFail: { age: 3600 } },
+    schedule: { id: 'elevation-expiry', every: (c) => c.elevationSweepMs },
+    run: async () => (await import('../../workers/jobs-worker.js')).sweepApprovals,
+  }),
+  'principal-sweep': job({
+    queue: 'principal-sweep', name: 'sweep', schema: 'jobs.tick', options: periodic,
+    schedule: { id: 'principal-credentials', every: CREDENTIAL_SWEEP_MS },
+    run: async () => (await import('../../workers/jobs-worker.js')).sweepCredentials,
+  }),
+  'tenant-purge': job({
+    queue: 'tenant-purge', name: 'purge', schema: 'jobs.tenant-purge',
+    options: { attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: { age: 86400 } },
+    run: async () => (await import('../../workers/jobs-worker.js')).purgeTenants,
+  }),
+  'tenant-purge-resume': job({
+    queue: 'tenant-purge', name: 'resume', schema: 'jobs.tick', options: { removeOnComplete: true, removeOnFail: { age: 3600 } },
+    schedule: { id: 'tenant-purge-resume', every: 60_000 },
+    run: async () => (await import('../../workers/jobs-worker.js')).purgeTenants,
   }),
 };
 export type JobName = keyof typeof JOBS;

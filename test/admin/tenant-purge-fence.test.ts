@@ -9,6 +9,7 @@ import { closeRedis, createRedis, masters } from '../../src/store/redis.js';
 import { queuePrefix, redisKeys } from '../../src/store/redis-keys.js';
 import { decodeJwt } from '../../src/tokens/jwt.js';
 import { startEmailWorker } from '../../workers/email-worker.js';
+import { startJobsWorker } from '../../workers/jobs-worker.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { j } from '../helpers/http.js';
 import { waitFor } from '../helpers/processes.js';
@@ -34,6 +35,8 @@ await env.child({ LOG_FLUSH_MS: '50' });
 const rx = await startReceiver(() => ({ status: 500 }));
 const webhooks = await startWebhookWorker(cfg, createLogger('silent'), { relay: { pollMs: 100 } });
 const mail = await startEmailWorker(cfg, createLogger('silent'));
+// The purge itself runs in the jobs worker.
+const jobsWorker = await startJobsWorker(cfg, createLogger('silent'));
 // A client with no keyPrefix: reads every key of this file's prefix by its full name.
 const raw = createRedis({ ...cfg, redisPrefix: '' }, 'cache');
 const queueRedis = createRedis(cfg, 'producer');
@@ -45,6 +48,7 @@ t.teardown(async () => {
   await runs.close();
   await webhookQueue.close();
   await mail.close();
+  await jobsWorker.close();
   await webhooks.close();
   await rx.close();
   await sink.close();

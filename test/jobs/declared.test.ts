@@ -58,9 +58,7 @@ t.test('nothing produces, consumes or schedules BullMQ jobs around the table', a
   const around = sources.filter((s) => !s.file.startsWith('src/jobs/') && /new (Queue|Worker|FlowProducer)\b|upsertJobScheduler|from 'bullmq'[^;]*\b(Queue|Worker)\b[,}]/.test(s.text
     .replace(/import type [^;]+;/g, '')))
     .map((s) => s.file);
-  // Still to move onto the table: the periodic work HTTP processes run today.
-  const moving = ['src/elevation/sweep.ts', 'src/tenants/purge.ts'];
-  t.same(around.filter((f) => !moving.includes(f)), [], 'files that open BullMQ queues or workers themselves');
+  t.same(around, [], 'files that open BullMQ queues or workers themselves');
 });
 
 t.test('data a job\'s schema refuses is refused when it is added, before anything reaches Redis', async (t) => {
