@@ -1,8 +1,11 @@
 import type { Deps } from '../deps.js';
 import { NotFound } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { grantMarkId } from '../tokens/revocation.js';
+
+/** A revoked consent changes the user. */
+const consentEvents = declareEvents(['user.updated']);
 
 // Access tokens live at most a day (config and client limits), so the mark outlives every one of them.
 const MAX_ACCESS_TTL = 86_400;
@@ -22,7 +25,7 @@ export async function revokeConsent(deps: Deps, tenantId: string, userId: string
   await deps.store.transaction(tenantId, async ({ consents, refreshTokens }, tx) => {
     await refreshTokens.revokeForGrant(userId, clientId);
     await consents.deleteForUser(userId, consentId);
-    await recordEvent(tx, { tenantId, event: 'user.updated', data: { user_id: userId, change: 'consent_revoked', client_id: clientId } });
+    await consentEvents.emit(tx, tenantId, 'user.updated', { user_id: userId, change: 'consent_revoked', client_id: clientId });
   });
   await deps.redis.del(redisKeys.consent(tenantId, userId, clientId)).catch(() => {});
   return clientId;

@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.js';
 import { AppError } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { loginContext } from '../login/context.js';
@@ -18,6 +18,9 @@ import { passkeyApiRoutes } from './passkeys/routes.js';
 import { revokeConsent } from './revoke-consent.js';
 import { ACCOUNT_CLIENT, ACCOUNT_CLIENT_NAME } from './session.js';
 import { accountSignIn, rememberTenant } from './sign-in.js';
+
+/** Signing out of the account page. */
+const accountEvents = declareEvents(['auth.logout']);
 const NOTICE = /^(added|renamed|deleted|revoked|reauth)$/;
 
 /**
@@ -80,7 +83,7 @@ export function accountRoutes(deps: Deps): Route[] {
       ...form, method: 'POST', path: '/account/signout',
       handler: formAction(async (req, s) => {
         await destroySession(deps.redis, req.cookies()[SESSION_COOKIE]);
-        await deps.sql.begin((tx) => recordEvent(tx, { tenantId: s.tenantId, event: 'auth.logout', data: { user_id: s.userId } }))
+        await deps.sql.begin((tx) => accountEvents.emit(tx, s.tenantId, 'auth.logout', { user_id: s.userId }))
           .catch((err) => deps.log.warn({ err: (err as Error).message }, 'logout event not recorded'));
         return signedOutPage([clearSessionCookie(ctx.secureCookies)]);
       }),

@@ -1,10 +1,9 @@
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
 import type { Route } from '../http/types.js';
 import { ARTIFACT_MAX_SECONDS } from '../elevation/artifacts.js';
 import { ALERT_KIND, DEFAULT_PRESET, deriveRequestStatus, effectiveGrantStatus, effectiveStepStatus, POLICY_PRESETS, REQUEST_MOVES } from '../elevation/model.js';
-import { alert, decideStep, revokeGrantTokens, settle, type Mover } from '../elevation/service.js';
+import { alertData, decideStep, revokeGrantTokens, settle, type Mover } from '../elevation/service.js';
 import { exchangingClient, issueSubjectToken } from '../elevation/subject-token.js';
 import { grantView, requestListItem, requestView } from '../elevation/view.js';
 import { decodeCursor, page } from '../store/cursor.js';
@@ -147,9 +146,10 @@ export function approvalRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/approvals/:requestId/grants/:grantId/revoke', permission: WRITE, tags, body: 'elevation.grant-revoke',
       summary: 'Revoke an active grant: every token minted from it becomes inactive at once', response: { 200: 'elevation.grant' }, errors: [404, 409],
       audit: audit('elevation_grant.revoke', 'warn'),
+      events: ['security.alert'],
       handler: async ({ ctx, params, body, mutate }) => {
         const now = Date.now();
-        const out = await mutate(async (tx, store) => {
+        const out = await mutate(async (_tx, store, emit) => {
           const r = found(await store.approvals.getRequest(params.requestId!, { lock: true }), requestNotFound);
           const g = await store.approvals.getGrant(params.grantId!, { lock: true });
           if (!g || g.request_id !== r.id) throw grantNotFound();
@@ -157,7 +157,7 @@ export function approvalRoutes(deps: Deps): Route[] {
           if (status !== 'active') throw new Conflict('conflict', `The grant is ${status}.`);
           const closed = found(await store.approvals.closeGrant(g.id, 'revoked', now, body.reason_code ?? 'manual'), grantNotFound);
           const tokens = await revokeGrantTokens(deps, store, g.id, now);
-          await recordEvent(tx, alert(store.tenantId, ALERT_KIND.revoked, g, r, moverOf(ctx)));
+          emit('security.alert', alertData(ALERT_KIND.revoked, g, r, moverOf(ctx)));
           return { result: grantView(closed, now), resourceId: r.id, metadata: { grant_id: g.id, tokens_revoked: tokens, reason_note: body.reason_note ?? null }, before: { status }, after: { status: 'revoked' } };
         });
         return { body: out };

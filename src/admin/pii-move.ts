@@ -1,6 +1,9 @@
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { Sql } from '../store/sql.js';
 import type { PiiVault } from '../store/pii-vault.js';
+
+/** A user whose PII moved partition is updated. */
+const piiMoveEvents = declareEvents(['user.updated']);
 
 /** A move in progress (`pii_moves`). */
 export interface MoveIntent { tenant_id: string; user_id: string; from_partition: string; to_partition: string; step: 'copy' | 'switched' }
@@ -29,7 +32,7 @@ export async function finishMove(sql: Sql, vault: PiiVault, m: MoveIntent): Prom
       const [u] = await tx<{ pii_partition: string }[]>`update users set pii_partition = ${m.to_partition}, updated_at = now_ms()
         where tenant_id = ${m.tenant_id} and id = ${m.user_id} and pii_partition = ${m.from_partition} returning pii_partition`;
       await tx`update pii_moves set step = 'switched' where tenant_id = ${m.tenant_id} and user_id = ${m.user_id}`;
-      if (u) await recordEvent(tx, { tenantId: m.tenant_id, event: 'user.updated', data: { user_id: m.user_id, changed: ['pii_partition'], pii_partition: m.to_partition } });
+      if (u) await piiMoveEvents.emit(tx, m.tenant_id, 'user.updated', { user_id: m.user_id, changed: ['pii_partition'], pii_partition: m.to_partition });
     });
   }
   if (m.from_partition !== m.to_partition) {

@@ -1,12 +1,10 @@
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
 import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
 import { errorDetails, validatorFor } from '../http/validate.js';
 import { newId } from '../store/ids.js';
 import type { PolicyRow } from '../store/policies.js';
-import type { TxSql } from '../store/sql.js';
 import { adminRoute, fetched, found, listed } from './route.js';
 
 const READ = 'admin:policies:read';
@@ -85,8 +83,8 @@ function checkConditions(conditions: SchemaTypes['admin.policy-condition'][]): v
   if (Object.keys(details).length) throw new ValidationError(details);
 }
 
-const emit = (tx: TxSql, tenantId: string, event: 'policy.created' | 'policy.updated', p: PolicyRow) =>
-  recordEvent(tx, { tenantId, event, data: { policy_id: p.id, name: p.name, effect: p.effect, enabled: p.enabled, priority: p.priority } });
+/** The data of a policy.* event. */
+const eventData = (p: PolicyRow) => ({ policy_id: p.id, name: p.name, effect: p.effect, enabled: p.enabled, priority: p.priority });
 
 /**
  * Admin policies of the current tenant (spec: Admin policy). Enabled policies are applied to every admin
@@ -97,13 +95,14 @@ export function policyRoutes(deps: Deps): Route[] {
     method: 'POST', path: `${BASE}/:id/${verb}`, permission: WRITE, tags, response: { 200: 'admin.policy' }, errors: [404],
     summary: verb === 'activate' ? 'Activate a policy (enabled true); it applies from the next request (policy.updated)' : 'Deactivate a policy (enabled false) (policy.updated)',
     audit: { action: `admin_policy.${verb}`, resourceType: 'admin_policy', severity: 'warn' },
+    events: ['policy.updated'],
     handler: async ({ ctx, params, mutate }) => {
-      const p = await mutate(async (tx, store) => {
+      const p = await mutate(async (_tx, store, emit) => {
         const cur = found(await store.policies.get(params.id!, true), notFound);
         const enabled = verb === 'activate';
         if (cur.enabled === enabled) return { result: cur, before: policyView(cur), after: policyView(cur), metadata: { changed: false } };
         const next = found(await store.policies.update(cur.id, { enabled }, ctx.actor.id), notFound);
-        await emit(tx, ctx.tenantId, 'policy.updated', next);
+        emit('policy.updated', eventData(next));
         return { result: next, before: policyView(cur), after: policyView(next) };
       });
       return { body: policyView(p) };
@@ -119,15 +118,16 @@ export function policyRoutes(deps: Deps): Route[] {
       method: 'POST', path: BASE, permission: WRITE, tags, body: 'admin.policy-create', response: { 201: 'admin.policy' },
       summary: 'Create an admin policy (disabled unless enabled is true; extra properties are stored and echoed) (policy.created)',
       audit: { action: 'admin_policy.create', resourceType: 'admin_policy', severity: 'warn' },
+      events: ['policy.created'],
       handler: async ({ ctx, body, mutate }) => {
         const f = fields(body);
         checkConditions(f.conditions!);
-        const p = await mutate(async (tx, store) => {
+        const p = await mutate(async (_tx, store, emit) => {
           const row = await store.policies.insert(newId('pol'), {
             ...f, name: body.name, priority: body.priority, effect: body.effect, resource_types: body.resource_types, actions: body.actions,
             conditions: f.conditions!, extra: extras(body),
           }, ctx.actor.id);
-          await emit(tx, ctx.tenantId, 'policy.created', row);
+          emit('policy.created', eventData(row));
           return { result: row, resourceId: row.id, after: policyView(row) };
         });
         return { status: 201, body: policyView(p) };
@@ -142,13 +142,14 @@ export function policyRoutes(deps: Deps): Route[] {
       method: 'PUT', path: `${BASE}/:id`, permission: WRITE, tags, body: 'admin.policy-update', response: { 200: 'admin.policy' }, errors: [404],
       summary: 'Update an admin policy: the fields given replace the stored ones (policy.updated)',
       audit: { action: 'admin_policy.update', resourceType: 'admin_policy', severity: 'warn' },
+      events: ['policy.updated'],
       handler: async ({ ctx, body, params, mutate }) => {
         const f = fields(body);
         if (f.conditions) checkConditions(f.conditions);
-        const p = await mutate(async (tx, store) => {
+        const p = await mutate(async (_tx, store, emit) => {
           const cur = found(await store.policies.get(params.id!, true), notFound);
           const next = found(await store.policies.update(cur.id, { ...f, extra: extras(body) }, ctx.actor.id), notFound);
-          await emit(tx, ctx.tenantId, 'policy.updated', next);
+          emit('policy.updated', eventData(next));
           return { result: next, before: policyView(cur), after: policyView(next) };
         });
         return { body: policyView(p) };

@@ -1,6 +1,5 @@
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
 import type { Route } from '../http/types.js';
 import { newId } from '../store/ids.js';
 import type { Role } from '../store/roles.js';
@@ -80,16 +79,17 @@ export function roleRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/users/:id/roles', permission: WRITE, tags, body: 'admin.role-assign',
       summary: 'Assign a role to a user (role.assigned; 409 role_already_assigned)', response: { 201: 'admin.role-assignment' }, errors: [404, 409],
       audit: { action: 'role.assign', resourceType: 'user' },
+      events: ['role.assigned'],
       handler: async ({ ctx, body, params, mutate }) => {
         const userId = params.id!;
-        const out = await mutate(async (tx, store) => {
+        const out = await mutate(async (_tx, store, emit) => {
           if (!(await store.users.lock(userId))) throw userNotFound();
           const role = found(await store.roles.get(body.role_id), roleNotFound);
           // Assigning a role hands out its permissions: the same no-escalation rule as granting them.
           assertGrantable(ctx, role.permissions);
           const a = await store.roles.assign(userId, role.id, ctx.actor.id);
           if (!a) throw new Conflict('role_already_assigned', 'The user already has this role.');
-          await recordEvent(tx, { tenantId: ctx.tenantId, event: 'role.assigned', data: { user_id: userId, role_id: role.id, role: role.name } });
+          emit('role.assigned', { user_id: userId, role_id: role.id, role: role.name });
           const result = { user_id: userId, role_id: role.id, role: role.name, assigned_at: Number(a.assigned_at), assigned_by: ctx.actor.id };
           return { result, after: result, metadata: { role_id: role.id } };
         });
@@ -100,13 +100,14 @@ export function roleRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: '/api/admin/users/:id/roles/:roleId', permission: WRITE, tags,
       summary: 'Unassign a role from a user (role.unassigned)', response: { 204: null }, errors: [404],
       audit: { action: 'role.unassign', resourceType: 'user' },
-      handler: async ({ ctx, params, mutate }) => {
+      events: ['role.unassigned'],
+      handler: async ({ params, mutate }) => {
         const userId = params.id!;
-        await mutate(async (tx, store) => {
+        await mutate(async (_tx, store, emit) => {
           if (!(await store.users.lock(userId))) throw userNotFound();
           const role = found(await store.roles.get(params.roleId!), roleNotFound);
           if (!(await store.roles.unassign(userId, role.id))) throw new NotFound('role_not_found', 'The user does not have this role.');
-          await recordEvent(tx, { tenantId: ctx.tenantId, event: 'role.unassigned', data: { user_id: userId, role_id: role.id, role: role.name } });
+          emit('role.unassigned', { user_id: userId, role_id: role.id, role: role.name });
           return { result: null, before: { user_id: userId, role_id: role.id, role: role.name }, metadata: { role_id: role.id } };
         });
         return { status: 204 };

@@ -8,6 +8,8 @@ import type { AuditSeverity } from '../store/audit-log.js';
 import type { TxSql } from '../store/sql.js';
 import type { TenantMode } from './checks/resolve-tenant.js';
 import { adminContext } from './context.js';
+import { assertDeclared, declareEvents, type DeclaredEvents, type PendingEvent } from '../events/declare.js';
+import type { EventName } from '../events/names.js';
 import type { AdminContext } from './types.js';
 
 import type { Data, SchemaId } from '../http/route.js';
@@ -34,8 +36,14 @@ export interface MutationOutcome<T> {
   auditId?: string;
 }
 
+/** Adds an event to the change: `mutate` writes it to the outbox in the change's transaction. */
+export type Emit<E extends EventName> = (event: E, data: Record<string, unknown>) => void;
+
+/** A mutation: the change, run in `tx`; the events it emits must be declared by its route. */
+export type Mutation<T, E extends EventName = never> = (tx: TxSql, store: TenantStore, emit: Emit<E>) => Promise<MutationOutcome<T>>;
+
 /** Everything a handler needs, resolved and validated before it runs. */
-export interface AdminCall<B, Q> {
+export interface AdminCall<B, Q, E extends EventName = never> {
   deps: Deps;
   req: HttpRequest;
   ctx: AdminContext;
@@ -45,16 +53,16 @@ export interface AdminCall<B, Q> {
   /** The repositories of the request's tenant. */
   store: TenantStore;
   /**
-   * Runs the change in one transaction together with its audit entry (and whatever events it records
-   * in `tx`); a failed change rolls back and is then audited on its own as `failure`. Mutating routes
-   * must call it exactly once.
+   * Runs the change in one transaction together with its audit entry and the events it emits (each
+   * declared in the route's `events`); a failed change rolls back and is then audited on its own as
+   * `failure`. Mutating routes must call it exactly once.
    */
-  mutate<T>(fn: (tx: TxSql, store: TenantStore) => Promise<MutationOutcome<T>>): Promise<T>;
+  mutate<T>(fn: Mutation<T, E>): Promise<T>;
   /** Says that this successful request changed nothing (an idempotent replay), so no audit entry is owed. */
   unchanged(): void;
 }
 
-export interface AdminRouteSpec<B extends SchemaId | undefined, Q extends SchemaId | undefined> {
+export interface AdminRouteSpec<B extends SchemaId | undefined, Q extends SchemaId | undefined, E extends EventName = never> {
   method: Method;
   /** Path with ':name' parameters. */
   path: string;
@@ -74,22 +82,27 @@ export interface AdminRouteSpec<B extends SchemaId | undefined, Q extends Schema
   errors?: number[];
   /** Required on every POST, PUT, PATCH and DELETE: their changes are audited. */
   audit?: AuditSpec;
-  handler: (call: AdminCall<Data<B>, Data<Q>>) => Promise<Reply>;
+  /** The webhook events its mutations may emit (through `mutate`'s `emit`), written in the change's transaction. */
+  events?: readonly E[];
+  handler: (call: AdminCall<Data<B>, Data<Q>, E>) => Promise<Reply>;
 }
 
 const MUTATING = new Set<Method>(['POST', 'PUT', 'PATCH', 'DELETE']);
+const NONE = declareEvents<EventName>([]);
 
 /** Request metadata every audit entry carries. */
 function requestMeta(req: HttpRequest): Record<string, unknown> {
   return { request_id: req.requestId, ip: req.ip, user_agent: req.headers['user-agent'] ?? null };
 }
 
+/** What an audited change declares: its audit entry and the events it may emit. */
+type ChangeSpec = AuditSpec & { resourceId?: string | undefined; events?: DeclaredEvents<EventName> | undefined; route?: string };
+
 /**
- * Runs `fn` in one transaction with its audit entry; on failure the change rolls back and a `failure`
- * entry is written on its own.
+ * Runs `fn` in one transaction with its audit entry and the events it emitted; on failure the change
+ * rolls back and a `failure` entry is written on its own.
  */
-export async function auditedChange<T>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: AuditSpec & { resourceId?: string | undefined },
-  fn: (tx: TxSql, store: TenantStore) => Promise<MutationOutcome<T>>): Promise<T> {
+export async function auditedChange<T, E extends EventName = never>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: ChangeSpec, fn: Mutation<T, E>): Promise<T> {
   try {
     return await auditedTransaction(deps, ctx, req, spec, fn);
   } finally {
@@ -98,11 +111,17 @@ export async function auditedChange<T>(deps: Deps, ctx: AdminContext, req: HttpR
   }
 }
 
-async function auditedTransaction<T>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: AuditSpec & { resourceId?: string | undefined },
-  fn: (tx: TxSql, store: TenantStore) => Promise<MutationOutcome<T>>): Promise<T> {
+async function auditedTransaction<T, E extends EventName>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: ChangeSpec, fn: Mutation<T, E>): Promise<T> {
+  const declared = spec.events ?? NONE;
   try {
     return await deps.store.transaction(ctx.tenantId, async (store, tx) => {
-      const out = await fn(tx, store);
+      const events: Array<PendingEvent<E>> = [];
+      const out = await fn(tx, store, (event, data) => {
+        assertDeclared(declared.names, event, spec.route ?? spec.action);
+        events.push({ event, data });
+      });
+      // In the order emitted, after the change and in its transaction (outbox: the events exist iff it commits).
+      if (events.length) await declared.emitAll(tx, ctx.tenantId, events);
       await store.auditLog.record(ctx.actor, {
         ...(out.auditId ? { id: out.auditId } : {}), action: spec.action, resourceType: spec.resourceType, resourceId: out.resourceId ?? spec.resourceId ?? null,
         severity: spec.severity ?? 'info', metadata: { ...requestMeta(req), ...out.metadata }, before: out.before, after: out.after,
@@ -126,11 +145,14 @@ async function auditedTransaction<T>(deps: Deps, ctx: AdminContext, req: HttpReq
  * Credentials are checked before the body is validated, so an unauthenticated caller learns nothing
  * about the body's shape.
  */
-export function adminRoute<B extends SchemaId | undefined = undefined, Q extends SchemaId | undefined = undefined>(
-  deps: Deps, spec: AdminRouteSpec<B, Q>,
+export function adminRoute<B extends SchemaId | undefined = undefined, Q extends SchemaId | undefined = undefined, const E extends EventName = never>(
+  deps: Deps, spec: AdminRouteSpec<B, Q, E>,
 ): Route {
   const mutating = MUTATING.has(spec.method);
   if (mutating && !spec.audit) throw new TypeError(`${spec.method} ${spec.path}: an admin mutation must declare its audit entry`);
+  if (spec.events?.length && !mutating) throw new TypeError(`${spec.method} ${spec.path}: a read declares no events`);
+  const events = declareEvents<EventName>(spec.events ?? []);
+  const route = `${spec.method} ${spec.path}`;
   const param = spec.audit?.resourceParam ?? (spec.path.includes('/:id') ? 'id' : undefined);
   const ctxOf = new WeakMap<HttpRequest, AdminContext>();
   return {
@@ -154,14 +176,14 @@ export function adminRoute<B extends SchemaId | undefined = undefined, Q extends
       if (!mutating && deps.store.replica) return readOnReplica(deps, ctx, req, spec.handler);
       let mutations = 0;
       let unchanged = false;
-      const call: AdminCall<Data<B>, Data<Q>> = {
+      const call: AdminCall<Data<B>, Data<Q>, E> = {
         deps, req, ctx, params: req.params,
         body: req.data as Data<B>, query: req.queryData as Data<Q>,
         store: deps.store.forTenant(ctx.tenantId),
         mutate: (fn) => {
           mutations++;
           const resourceId = param ? req.params[param] : undefined;
-          return auditedChange(deps, ctx, req, { ...spec.audit!, resourceId }, fn);
+          return auditedChange(deps, ctx, req, { ...spec.audit!, resourceId, events, route }, fn);
         },
         unchanged: () => { unchanged = true; },
       };
@@ -180,8 +202,8 @@ export function adminRoute<B extends SchemaId | undefined = undefined, Q extends
  * admin change, src/store/replica.ts). A read the replica cannot serve (unreachable, a query cancelled by
  * recovery) runs again on the primary: a GET changes nothing, so running it twice is safe.
  */
-async function readOnReplica<B, Q>(deps: Deps, ctx: AdminContext, req: HttpRequest, handler: (call: AdminCall<B, Q>) => Promise<Reply>): Promise<Reply> {
-  const call = (store: TenantStore): AdminCall<B, Q> => ({
+async function readOnReplica<B, Q, E extends EventName>(deps: Deps, ctx: AdminContext, req: HttpRequest, handler: (call: AdminCall<B, Q, E>) => Promise<Reply>): Promise<Reply> {
+  const call = (store: TenantStore): AdminCall<B, Q, E> => ({
     deps, req, ctx, params: req.params, body: req.data as B, query: req.queryData as Q, store,
     mutate: () => { throw new Error(`GET ${req.path}: a read may not change anything`); },
     unchanged: () => {},

@@ -1,6 +1,5 @@
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
 import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
 import type { TenantStore } from '../store/index.js';
@@ -44,9 +43,10 @@ export function userRoutes(deps: Deps): Route[] {
     summary: suspend ? 'Suspend a user: sign-in refused, tokens revoked (user.suspended)' : 'Lift a suspension (user.unsuspended)',
     response: { 200: 'admin.user' }, errors: suspend ? [404] : [404, 409],
     audit: { action: suspend ? 'user.suspend' : 'user.unsuspend', resourceType: 'user', severity: suspend ? 'warn' : 'info' },
+    events: [suspend ? 'user.suspended' : 'user.unsuspended'],
     handler: async ({ ctx, params, mutate }) => {
       const id = params.id!;
-      const u = await mutate(async (tx, store) => {
+      const u = await mutate(async (_tx, store, emit) => {
         const cur = await mustLock(store, id);
         const want = suspend ? 'suspended' : 'active';
         // Idempotent: a user already in the wanted state is returned unchanged and no event is emitted.
@@ -54,7 +54,7 @@ export function userRoutes(deps: Deps): Route[] {
         if (!suspend && cur.status !== 'suspended') throw new Conflict('conflict', `The user is ${cur.status}, not suspended.`);
         const next = found(await store.users.setStatus(id, want), userNotFound);
         if (suspend) await store.users.revokeRefreshTokens(id);
-        await recordEvent(tx, { tenantId: ctx.tenantId, event: suspend ? 'user.suspended' : 'user.unsuspended', data: { user_id: id, email: next.email } });
+        emit(suspend ? 'user.suspended' : 'user.unsuspended', { user_id: id, email: next.email });
         return { result: next, before: userView(cur), after: userView(next) };
       });
       if (suspend) await cutTokens(ctx.tenantId, id);
@@ -68,15 +68,16 @@ export function userRoutes(deps: Deps): Route[] {
     summary: lock ? 'Lock a user: sign-in refused with user_locked (user.updated)' : 'Unlock a user and clear its failed sign-ins (user.updated)',
     response: { 200: 'admin.user' }, errors: [404, 409],
     audit: { action: lock ? 'user.lock' : 'user.unlock', resourceType: 'user', severity: lock ? 'warn' : 'info' },
-    handler: async ({ ctx, params, mutate }) => {
+    events: ['user.updated'],
+    handler: async ({ params, mutate }) => {
       const id = params.id!;
-      const u = await mutate(async (tx, store) => {
+      const u = await mutate(async (_tx, store, emit) => {
         const cur = await mustLock(store, id);
         const want = lock ? 'locked' : 'active';
         if (cur.status === want) return { result: cur, before: userView(cur), after: userView(cur), metadata: { changed: false } };
         if (cur.status === 'suspended') throw new Conflict('conflict', 'The user is suspended; unsuspend it first.');
         const next = found(await store.users.setLockStatus(id, want), userNotFound);
-        await recordEvent(tx, { tenantId: ctx.tenantId, event: 'user.updated', data: { user_id: id, email: next.email, changed: ['status'], status: want } });
+        emit('user.updated', { user_id: id, email: next.email, changed: ['status'], status: want });
         return { result: next, before: userView(cur), after: userView(next) };
       });
       return { body: userView(u) };
@@ -112,11 +113,12 @@ export function userRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/users', permission: WRITE, tags, body: 'admin.user-create',
       summary: 'Create a user (user.created)', response: { 201: 'admin.user' }, errors: [409],
       audit: { action: 'user.create', resourceType: 'user' },
-      handler: async ({ ctx, body, mutate }) => {
+      events: ['user.created'],
+      handler: async ({ body, mutate }) => {
         checkEmail(body.email);
-        const u = await mutate(async (tx, store) => {
+        const u = await mutate(async (_tx, store, emit) => {
           const created = found(await store.users.insert({ email: body.email, name: body.name, emailVerified: body.email_verified, metadata: body.metadata }), emailTaken);
-          await recordEvent(tx, { tenantId: ctx.tenantId, event: 'user.created', data: { user_id: created.id, email: created.email } });
+          emit('user.created', { user_id: created.id, email: created.email });
           return { result: created, resourceId: created.id, after: userView(created) };
         });
         return { status: 201, body: userView(u) };
@@ -135,15 +137,16 @@ export function userRoutes(deps: Deps): Route[] {
       method: 'PUT', path: '/api/admin/users/:id', permission: WRITE, tags, body: 'admin.user-update',
       summary: 'Update a user: the fields given replace the stored ones (user.updated)', response: { 200: 'admin.user' }, errors: [404, 409],
       audit: { action: 'user.update', resourceType: 'user' },
-      handler: async ({ ctx, body, params, mutate }) => {
+      events: ['user.updated'],
+      handler: async ({ body, params, mutate }) => {
         checkEmail(body.email);
         const id = params.id!;
-        const u = await mutate(async (tx, store) => {
+        const u = await mutate(async (_tx, store, emit) => {
           const cur = await mustLock(store, id);
           const next = await store.users.update(id, body);
           if (next === 'email_taken') throw emailTaken();
           if (!next) throw userNotFound();
-          await recordEvent(tx, { tenantId: ctx.tenantId, event: 'user.updated', data: { user_id: id, email: next.email, changed: Object.keys(body).sort() } });
+          emit('user.updated', { user_id: id, email: next.email, changed: Object.keys(body).sort() });
           return { result: next, before: userView(cur), after: userView(next) };
         });
         return { body: userView(u) };
@@ -153,12 +156,13 @@ export function userRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: '/api/admin/users/:id', permission: WRITE, tags,
       summary: 'Delete a user, its role assignments and tokens (user.deleted)', response: { 204: null }, errors: [404],
       audit: { action: 'user.delete', resourceType: 'user', severity: 'warn' },
+      events: ['user.deleted'],
       handler: async ({ ctx, params, mutate }) => {
         const id = params.id!;
-        await mutate(async (tx, store) => {
+        await mutate(async (_tx, store, emit) => {
           const gone = found(await store.users.delete(id), userNotFound);
           await store.users.revokeRefreshTokens(id);
-          await recordEvent(tx, { tenantId: ctx.tenantId, event: 'user.deleted', data: { user_id: id, email: gone.email } });
+          emit('user.deleted', { user_id: id, email: gone.email });
           return { result: null, before: userView(gone) };
         });
         await cutTokens(ctx.tenantId, id);

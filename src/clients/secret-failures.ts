@@ -1,9 +1,12 @@
 import type { Redis } from 'ioredis';
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/sql.js';
 import { redisKeys } from '../store/redis-keys.js';
 import type { Client } from './model.js';
+
+/** Wrong secrets of one client from many addresses are a security alert. */
+const clientAuthEvents = declareEvents(['security.alert']);
 
 /**
  * Wrong client secrets are budgeted per client id AND source address (docs/decisions.md "Client secret
@@ -53,10 +56,7 @@ export async function recordSecretFailure(ctx: { redis: Redis; sql: Sql; log?: L
   if (sources === 0 || client === null) return;
   ctx.log?.warn({ client_id: client.clientId, tenant: client.tenantId, sources }, 'client secret failures from many addresses');
   try {
-    await ctx.sql.begin((tx) => recordEvent(tx, {
-      tenantId: client.tenantId, event: 'security.alert',
-      data: { client_id: client.clientId, reason: 'client_secret_failures_many_sources', sources, window_seconds: MANY_SOURCES.windowMs / 1000 },
-    }));
+    await ctx.sql.begin((tx) => clientAuthEvents.emit(tx, client.tenantId, 'security.alert', { client_id: client.clientId, reason: 'client_secret_failures_many_sources', sources, window_seconds: MANY_SOURCES.windowMs / 1000 }));
   } catch (err) {
     // Not written: give the claim back so a later failure in the window raises it.
     await ctx.redis.del(redisKeys.clientAuthFailAlerted(id)).catch(() => {});

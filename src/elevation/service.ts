@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { recordEvents, type DomainEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { ApprovalRequestRow, ApprovalStepRow, ElevationGrantRow } from '../store/approvals.js';
 import { newId } from '../store/ids.js';
 import type { TenantStore } from '../store/index.js';
@@ -21,8 +21,12 @@ export function authorizationDetails(r: ApprovalRequestRow, grantId: string): Ar
   }];
 }
 
-export function alert(tenantId: string, kind: string, g: { id: string }, r: { id: string; investigation_id: string }, actor: Mover): DomainEvent {
-  return { tenantId, event: 'security.alert', data: { kind, grant_id: g.id, request_id: r.id, investigation_id: r.investigation_id, actor: { type: actor.type, id: actor.id } } };
+/** Every move of an elevation grant (issued, used, revoked, expired) is a `security.alert`. */
+export const elevationEvents = declareEvents(['security.alert']);
+
+/** The data of a grant's `security.alert`. */
+export function alertData(kind: string, g: { id: string }, r: { id: string; investigation_id: string }, actor: Mover): Record<string, unknown> {
+  return { kind, grant_id: g.id, request_id: r.id, investigation_id: r.investigation_id, actor: { type: actor.type, id: actor.id } };
 }
 
 /** Revokes every unexpired token minted from a grant through the revocation service (Postgres first, then Redis). */
@@ -48,12 +52,12 @@ export async function settle(deps: { tokens: Pick<Deps['tokens'], 'revocations'>
   if (TERMINAL_REQUEST.has(status) && pending) await repo.closePendingSteps(request.id, status === 'expired' ? 'expired' : 'cancelled', now);
   let changed = TERMINAL_REQUEST.has(status) && pending;
   if (status !== request.status) { await repo.setRequestStatus(request.id, status); changed = true; }
-  const events: DomainEvent[] = [];
+  const alerts: Array<Record<string, unknown>> = [];
   let grants = await repo.grants(request.id);
   if (status === 'approved' && grants.length === 0) {
     const id = newId('eg');
     const g = await repo.insertGrant({ id, request_id: request.id, authorization_details: authorizationDetails(request, id), audience: request.audience, expires_at: Number(request.expires_at) });
-    events.push(alert(store.tenantId, ALERT_KIND.issued, g, request, actor));
+    alerts.push(alertData(ALERT_KIND.issued, g, request, actor));
   }
   for (const g of grants) {
     if (g.status !== 'active') continue;
@@ -62,10 +66,10 @@ export async function settle(deps: { tokens: Pick<Deps['tokens'], 'revocations'>
     const closed = await repo.closeGrant(g.id, timeUp ? 'expired' : 'revoked', now, timeUp ? 'grant_expired' : `request_${status}`);
     if (!closed) continue;
     await revokeGrantTokens(deps, store, g.id, now);
-    events.push(alert(store.tenantId, timeUp ? ALERT_KIND.expired : ALERT_KIND.revoked, g, request, actor));
+    alerts.push(alertData(timeUp ? ALERT_KIND.expired : ALERT_KIND.revoked, g, request, actor));
   }
-  await recordEvents(tx, events);
-  changed ||= events.length > 0;
+  await elevationEvents.emitAll(tx, store.tenantId, alerts.map((data) => ({ event: 'security.alert', data })));
+  changed ||= alerts.length > 0;
   grants = await repo.grants(request.id);
   const steps = await repo.steps(request.id);
   const fresh = (await repo.getRequest(request.id))!;

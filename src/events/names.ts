@@ -14,6 +14,12 @@ export const EVENT_NAMES = [
  */
 export const EXTENSION_EVENT_NAMES = ['logging.quota_exceeded', 'control_plane.lookup_hmac_rotation'] as const;
 
+/**
+ * Spec events svc accepts in webhook subscriptions but never emits (docs/decisions.md): it has no
+ * passwords and no MFA. Nothing may declare them (test/events/declared-events.test.ts).
+ */
+export const UNEMITTED_EVENT_NAMES = ['auth.password_changed', 'auth.mfa_enabled'] as const satisfies ReadonlyArray<(typeof EVENT_NAMES)[number]>;
+
 export type EventName = (typeof EVENT_NAMES)[number] | (typeof EXTENSION_EVENT_NAMES)[number];
 
 const NAMES: ReadonlySet<string> = new Set<string>([...EVENT_NAMES, ...EXTENSION_EVENT_NAMES]);

@@ -1,9 +1,12 @@
 import { Conflict } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { TenantStore } from '../store/index.js';
 import type { PendingChange } from '../store/review-tasks.js';
 import type { TxSql } from '../store/sql.js';
 import type { User } from '../store/users.js';
+
+/** An applied field-mapping change creates or updates a user. */
+const fieldMappingEvents = declareEvents(['user.updated', 'user.created']);
 
 /**
  * Writes a mapped row to the users of the store's tenant inside the caller's transaction, with the
@@ -21,12 +24,12 @@ export async function applyUserChange(tx: TxSql, store: TenantStore, userId: str
       });
       if (next === 'email_taken') throw new Conflict('email_already_exists');
       const changed = Object.keys(change).filter((k) => k !== 'email' || change.email.toLowerCase() !== cur.email.toLowerCase()).sort();
-      await recordEvent(tx, { tenantId: store.tenantId, event: 'user.updated', data: { user_id: userId, email: next!.email, changed } });
+      await fieldMappingEvents.emit(tx, store.tenantId, 'user.updated', { user_id: userId, email: next!.email, changed });
       return { user: next!, created: false };
     }
   }
   const created = await store.users.insert({ email: change.email, name: change.name ?? null, emailVerified: change.email_verified ?? false, metadata: change.metadata ?? {} });
   if (!created) throw new Conflict('email_already_exists');
-  await recordEvent(tx, { tenantId: store.tenantId, event: 'user.created', data: { user_id: created.id, email: created.email } });
+  await fieldMappingEvents.emit(tx, store.tenantId, 'user.created', { user_id: created.id, email: created.email });
   return { user: created, created: true };
 }

@@ -6,9 +6,12 @@ import { LIMITS, type Mapping, type Reason, type Row } from '../field-mapping/mo
 import { compareWithUser, toUserChange } from '../field-mapping/user-fields.js';
 import type { Store } from '../store/index.js';
 import { lockLiveTenants } from '../store/tenants.js';
-import { recordEvents } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { BatchCounts, RowOutcome } from '../store/user-jobs.js';
 import { IMPORT_CSV } from './check-file.js';
+
+/** Imported rows are created users. */
+const importEvents = declareEvents(['user.created']);
 
 export const IMPORT_BATCH = 500;
 
@@ -118,7 +121,7 @@ async function commitBatch(store: Store, tenantId: string, jobId: string, m: Map
       counts[u ? 'created' : 'rejected']++;
       outcomes.push({ index, outcome: u ? 'created' : 'rejected', userId: u?.id ?? null, reasons: u ? [] : [{ code: 'email_already_exists', severity: 'error', targetRef: 'email' }] });
     }
-    await recordEvents(tx, inserted.map((u) => ({ tenantId, event: 'user.created' as const, data: { user_id: u.id, email: u.email } })));
+    await importEvents.emitAll(tx, tenantId, inserted.map((u) => ({ event: 'user.created' as const, data: { user_id: u.id, email: u.email } })));
     outcomes.sort((a, b) => a.index - b.index);
     await s.userJobs.recordRows(jobId, outcomes);
     await s.userJobs.checkpoint(jobId, upTo, counts);

@@ -1,7 +1,10 @@
 import type { Deps } from '../deps.js';
 import { Forbidden } from '../errors.js';
-import { recordEvent, recordEvents } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { User } from '../store/users.js';
+
+/** What an email-code sign-in writes: first logins create the user; refusals and guessing are told too. */
+export const loginEvents = declareEvents(['user.created', 'user.updated', 'auth.login', 'auth.login_failed', 'security.suspicious_activity']);
 
 /**
  * The Postgres side of a successful code check, in one transaction: find the user or create them
@@ -11,27 +14,30 @@ import type { User } from '../store/users.js';
 export async function loginUser(deps: Deps, a: { tenantId: string; email: string; clientId: string }): Promise<User> {
   // Round trips are the cost here (login is a hot path): one statement finds and stamps the user or
   // creates it, one more inserts the events.
-  const login = (u: User) => ({ tenantId: a.tenantId, event: 'auth.login' as const, data: { user_id: u.id, client_id: a.clientId, method: 'email_code' } });
+  const login = (u: User) => ({ user_id: u.id, client_id: a.clientId, method: 'email_code' });
   const outcome = await deps.store.transaction(a.tenantId, async ({ users }, tx) => {
     // One statement: the returning user stamped, or the new user created (src/store/users.ts).
     const done = await users.loginOrCreate({ email: a.email, emailVerified: true, loggedIn: true });
     if (done?.created) {
-      await recordEvents(tx, [{ tenantId: a.tenantId, event: 'user.created', data: { user_id: done.user.id, email: done.user.email, source: 'email_code' } }, login(done.user)]);
+      await loginEvents.emitAll(tx, a.tenantId, [
+        { event: 'user.created', data: { user_id: done.user.id, email: done.user.email, source: 'email_code' } },
+        { event: 'auth.login', data: login(done.user) },
+      ]);
       return { user: done.user, refused: null };
     }
     if (done) {
-      await recordEvent(tx, login(done.user));
+      await loginEvents.emit(tx, a.tenantId, 'auth.login', login(done.user));
       return { user: done.user, refused: null };
     }
     // The address exists but its user is not active (or a concurrent first login just created it).
     const user = await users.getByEmail(a.email);
     if (!user) throw new Error('user neither found nor created');
     if (user.status !== 'active') {
-      await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { user_id: user.id, client_id: a.clientId, method: 'email_code', reason: `user_${user.status}` } });
+      await loginEvents.emit(tx, a.tenantId, 'auth.login_failed', { user_id: user.id, client_id: a.clientId, method: 'email_code', reason: `user_${user.status}` });
       return { user, refused: user.status as 'suspended' | 'locked' };
     }
     const again = await users.touchActiveLogin(a.email);
-    await recordEvent(tx, login(again ?? user));
+    await loginEvents.emit(tx, a.tenantId, 'auth.login', login(again ?? user));
     return { user: again ?? user, refused: null };
   });
   // The refusal is thrown after commit so its event is kept.
@@ -47,12 +53,12 @@ export async function recordLoginFailure(deps: Deps, a: { tenantId: string; clie
     const counted = a.reason === 'invalid_code' || a.reason === 'too_many_attempts' ? await users.registerFailedLogin(a.email) : null;
     const user = counted?.user ?? await users.getByEmail(a.email);
     if (counted?.locked) {
-      await recordEvent(tx, { tenantId: a.tenantId, event: 'user.updated', data: { user_id: counted.user.id, email: counted.user.email, changed: ['status'], status: 'locked', reason: 'too_many_failed_logins' } });
+      await loginEvents.emit(tx, a.tenantId, 'user.updated', { user_id: counted.user.id, email: counted.user.email, changed: ['status'], status: 'locked', reason: 'too_many_failed_logins' });
     }
-    await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, method: 'email_code', reason: a.reason } });
+    await loginEvents.emit(tx, a.tenantId, 'auth.login_failed', { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, method: 'email_code', reason: a.reason });
     // A code burned by repeated wrong guesses looks like guessing: tell security receivers too.
     if (a.reason === 'too_many_attempts') {
-      await recordEvent(tx, { tenantId: a.tenantId, event: 'security.suspicious_activity', data: { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, reason: 'one_time_code_guessing' } });
+      await loginEvents.emit(tx, a.tenantId, 'security.suspicious_activity', { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, reason: 'one_time_code_guessing' });
     }
   });
 }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { LookupSlot } from '../pii/keyring.js';
 import type { TxSql } from '../store/sql.js';
 import { environmentKey, generateKey, initialKeyRow, type KeyRow } from './key-material.js';
@@ -8,6 +8,9 @@ import { keyFingerprint } from '../pii/blind-index.js';
 import { liveComponents } from './fleet.js';
 import { lookupHmacRepo as repo, type RotationRow } from './repository.js';
 import { advanceTarget, canAbort, laggards, type RotationState } from './states.js';
+
+/** Each move of a lookup-key rotation. */
+const rotationEvents = declareEvents(['control_plane.lookup_hmac_rotation']);
 
 export interface StartInput {
   operationId: string; tenantId: string; startedBy: string;
@@ -21,10 +24,9 @@ const otherSlot = (s: LookupSlot): LookupSlot => (s === 'A' ? 'B' : 'A');
 
 /** The outbox event of a move from `from` to the state of `next`. */
 function recordMove(tx: TxSql, from: RotationState | null, next: RotationRow, extra: Record<string, unknown> = {}): Promise<void> {
-  return recordEvent(tx, {
-    tenantId: next.event_tenant_id, event: 'control_plane.lookup_hmac_rotation',
-    data: { operation_id: next.operation_id, from, to: next.state, source_generation: next.source_generation, candidate_generation: next.candidate_generation,
-      verification_attempt_count: next.verification_attempt_count, finished: next.finished_at !== null, ...extra },
+  return rotationEvents.emit(tx, next.event_tenant_id, 'control_plane.lookup_hmac_rotation', {
+    operation_id: next.operation_id, from, to: next.state, source_generation: next.source_generation, candidate_generation: next.candidate_generation,
+    verification_attempt_count: next.verification_attempt_count, finished: next.finished_at !== null, ...extra,
   });
 }
 

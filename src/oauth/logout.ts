@@ -1,7 +1,7 @@
 import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { InvalidRequest } from '../errors.js';
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { PageError } from '../login/authorize/types.js';
@@ -14,6 +14,9 @@ import { failure, readBody, wantsJson } from '../login/respond.js';
 import { clearSessionCookie, destroySession, readSession } from '../login/sessions.js';
 import { TOKEN_TYPES, type JwtPayload } from '../tokens/jwt.js';
 import { verifyOwnJwt } from '../tokens/own-jwt.js';
+
+/** RP-initiated logout of a signed-in session. */
+const logoutEvents = declareEvents(['auth.logout']);
 
 // An expired ID token is still a fine hint of who is logging out (RP-Initiated Logout 1.0, section 2).
 const HINT_MAX_AGE = 365 * 86_400;
@@ -76,7 +79,7 @@ export function logoutRoutes(deps: Deps): Route[] {
     if (session) {
       await destroySession(deps.redis, sid);
       await deps.sql.begin(async (tx) => {
-        await recordEvent(tx, { tenantId: session.tenantId, event: 'auth.logout', data: { user_id: session.userId, ...(client ? { client_id: client.clientId } : {}) } });
+        await logoutEvents.emit(tx, session.tenantId, 'auth.logout', { user_id: session.userId, ...(client ? { client_id: client.clientId } : {}) });
       }).catch((err) => deps.log.warn({ err: (err as Error).message }, 'logout event not recorded'));
     }
     const cookies = [clearSessionCookie(ctx.secureCookies)];

@@ -1,5 +1,5 @@
 import type PG from 'postgres';
-import postgres from './postgres-driver.js';
+import postgres from 'postgres';
 import type { Config } from '../config.js';
 
 // postgres.js's own array codec (not in its exports map, so loaded by path next to its entry point).

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { recordEvent } from '../events/outbox.js';
+import { declareEvents } from '../events/declare.js';
 import { randomToken } from '../store/ids.js';
 import { RefreshTokenRepository, type RefreshRecord } from '../store/refresh-tokens.js';
 import type { Db, Sql } from '../store/sql.js';
 import { sha256b64url } from './secrets.js';
 import type { ShardGeneration } from './sharding.js';
+
+/** A reused refresh token is a security alert (its family is revoked). */
+const refreshTokenEvents = declareEvents(['security.alert']);
 
 export type { RefreshRecord } from '../store/refresh-tokens.js';
 
@@ -61,7 +64,7 @@ export async function consumeRefreshToken(sql: Sql, token: string, client: { ten
     if (row.status === 'rotated') {
       const accessJtis = await repo.revokeFamily(row.family_id);
       // A replayed refresh token means it leaked (RFC 9700 4.14.2): the family's revocation and the alert commit together.
-      await recordEvent(tx, { tenantId: row.tenant_id, event: 'security.alert', data: { user_id: row.sub, client_id: row.client_id, reason: 'refresh_token_reuse' } });
+      await refreshTokenEvents.emit(tx, row.tenant_id, 'security.alert', { user_id: row.sub, client_id: row.client_id, reason: 'refresh_token_reuse' });
       return { kind: 'reused', record: row, accessJtis } as const;
     }
     if (row.status !== 'active' || Number(row.expires_at) <= Date.now()) return { kind: 'invalid' } as const;

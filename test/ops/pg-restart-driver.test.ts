@@ -7,7 +7,8 @@ import { PrivatePostgres, waitFor } from '../helpers/processes.js';
 // this ended the process with "TypeError: Cannot read properties of null (reading 'write')" from an
 // immediate (the ROLLBACK of a transaction whose connection had closed), left statements waiting up to
 // 20 s after Postgres was back (a stale statement kept as current; reconnect backoff up to 20 s), and
-// poisoned connections that never flushed again. src/store/postgres-driver.ts repairs the driver.
+// poisoned connections that never flushed again. patches/postgres+3.4.9.patch (applied by patch-package at
+// install) repairs the driver.
 // Asserted: the process survives, every statement settles within SETTLE_MS whichever phase it started
 // in, and statements succeed again soon after the start.
 const SETTLE_MS = 5_000;

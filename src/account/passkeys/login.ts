@@ -4,7 +4,7 @@ import { authenticationOptions, PasskeyRefused, relyingParty, verifyAssertion } 
 import { PASSKEY_JS } from '../assets/passkey-js.js';
 import type { Deps } from '../../deps.js';
 import { Forbidden, InvalidRequest } from '../../errors.js';
-import { recordEvent, recordEvents } from '../../events/outbox.js';
+import { declareEvents } from '../../events/declare.js';
 import { route } from '../../http/route.js';
 import type { Route } from '../../http/types.js';
 import { hitLimits } from '../../store/rate-limit.js';
@@ -20,6 +20,9 @@ import { loginContext } from '../../login/context.js';
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 const expired = () => new InvalidRequest('This sign-in has expired. Return to the application and start again.');
 
+/** What a passkey sign-in writes: the login, or its refusal (a counter gone backwards is also an alert). */
+const passkeyLoginEvents = declareEvents(['auth.login', 'auth.login_failed', 'security.alert']);
+
 /**
  * The Postgres side of a verified assertion, in one transaction: move the sign counter forward (a
  * concurrent use of the same counter value loses and is treated as a regression), refuse suspended or
@@ -31,18 +34,18 @@ async function loginWithPasskey(deps: Deps, a: { tenantId: string; clientId: str
     if (!user) return { refused: 'unknown' as const };
     const base = { user_id: user.id, client_id: a.clientId, method: 'passkey' };
     if (!(await passkeys.recordUse(a.passkey.id, a.passkey.counter, a.newCounter, a.backedUp))) {
-      await recordEvents(tx, [
-        { tenantId: a.tenantId, event: 'auth.login_failed', data: { ...base, reason: 'passkey_counter_regression' } },
-        { tenantId: a.tenantId, event: 'security.alert', data: { user_id: user.id, client_id: a.clientId, reason: 'passkey_counter_regression', passkey_id: a.passkey.id } },
+      await passkeyLoginEvents.emitAll(tx, a.tenantId, [
+        { event: 'auth.login_failed', data: { ...base, reason: 'passkey_counter_regression' } },
+        { event: 'security.alert', data: { user_id: user.id, client_id: a.clientId, reason: 'passkey_counter_regression', passkey_id: a.passkey.id } },
       ]);
       return { refused: 'counter' as const };
     }
     if (user.status !== 'active') {
-      await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login_failed', data: { ...base, reason: `user_${user.status}` } });
+      await passkeyLoginEvents.emit(tx, a.tenantId, 'auth.login_failed', { ...base, reason: `user_${user.status}` });
       return { refused: user.status as 'suspended' | 'locked' };
     }
     const touched = await users.touchActiveLogin(user.email);
-    await recordEvent(tx, { tenantId: a.tenantId, event: 'auth.login', data: { ...base, passkey_id: a.passkey.id } });
+    await passkeyLoginEvents.emit(tx, a.tenantId, 'auth.login', { ...base, passkey_id: a.passkey.id });
     return { refused: null, user: touched ?? user };
   });
   // Refusals are thrown after commit so their events are kept.
@@ -64,8 +67,8 @@ export function passkeyLoginRoutes(deps: Deps): Route[] {
 
   async function failed(tenantId: string, clientId: string, userId: string | undefined, reason: string): Promise<void> {
     await deps.store.transaction(tenantId, async (_s, tx) => {
-      await recordEvent(tx, { tenantId, event: 'auth.login_failed', data: { ...(userId ? { user_id: userId } : {}), client_id: clientId, method: 'passkey', reason } });
-      if (reason === 'counter_regression') await recordEvent(tx, { tenantId, event: 'security.alert', data: { ...(userId ? { user_id: userId } : {}), client_id: clientId, reason: 'passkey_counter_regression' } });
+      await passkeyLoginEvents.emit(tx, tenantId, 'auth.login_failed', { ...(userId ? { user_id: userId } : {}), client_id: clientId, method: 'passkey', reason });
+      if (reason === 'counter_regression') await passkeyLoginEvents.emit(tx, tenantId, 'security.alert', { ...(userId ? { user_id: userId } : {}), client_id: clientId, reason: 'passkey_counter_regression' });
     }).catch((err) => deps.log.warn({ err: (err as Error).message }, 'passkey failure event not recorded'));
   }
 

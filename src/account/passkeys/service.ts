@@ -1,13 +1,16 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server';
 import type { Deps } from '../../deps.js';
 import { Conflict, NotFound, ValidationError } from '../../errors.js';
-import { recordEvent } from '../../events/outbox.js';
+import { declareEvents } from '../../events/declare.js';
 import type { Session } from '../../login/sessions.js';
 import type { PasskeyRow } from '../../store/passkeys.js';
 import { requireRecent } from '../session.js';
 import { providerOf } from './providers.js';
 import { normalizeDeviceName } from './view.js';
 import { authenticationOptions, PasskeyRefused, registrationOptions, relyingParty, verifyAssertion, verifyRegistration } from './webauthn.js';
+
+/** Passkey changes change the user; a re-authentication is a login, a counter gone backwards an alert. */
+const passkeyEvents = declareEvents(['user.updated', 'auth.login', 'security.alert']);
 
 const notFound = () => new NotFound('not_found', 'No such passkey.');
 const badName = () => new ValidationError({ device_name: ['must be 1 to 100 characters after trimming'] }, 'The name must be 1 to 100 characters.');
@@ -32,7 +35,7 @@ export async function finishRegistration(deps: Deps, session: Session, response:
   return deps.store.transaction(session.tenantId, async ({ passkeys }, tx) => {
     const row = await passkeys.insert({ ...cred, deviceName: name });
     if (!row) throw new Conflict('conflict', 'This passkey is already registered.');
-    await recordEvent(tx, { tenantId: session.tenantId, event: 'user.updated', data: { user_id: session.userId, change: 'passkey_added', passkey_id: row.id } });
+    await passkeyEvents.emit(tx, session.tenantId, 'user.updated', { user_id: session.userId, change: 'passkey_added', passkey_id: row.id });
     return row;
   });
 }
@@ -44,7 +47,7 @@ export async function renamePasskey(deps: Deps, session: Session, id: string, ra
   return deps.store.transaction(session.tenantId, async ({ passkeys }, tx) => {
     const row = await passkeys.rename(session.userId, id, name);
     if (!row) throw notFound();
-    await recordEvent(tx, { tenantId: session.tenantId, event: 'user.updated', data: { user_id: session.userId, change: 'passkey_renamed', passkey_id: row.id } });
+    await passkeyEvents.emit(tx, session.tenantId, 'user.updated', { user_id: session.userId, change: 'passkey_renamed', passkey_id: row.id });
     return row;
   });
 }
@@ -62,7 +65,7 @@ export async function deletePasskey(deps: Deps, session: Session, id: string): P
       throw new Conflict('conflict', 'This is your only way to sign in: add another passkey before deleting this one.');
     }
     await passkeys.delete(session.userId, id);
-    await recordEvent(tx, { tenantId: session.tenantId, event: 'user.updated', data: { user_id: session.userId, change: 'passkey_deleted', passkey_id: id } });
+    await passkeyEvents.emit(tx, session.tenantId, 'user.updated', { user_id: session.userId, change: 'passkey_deleted', passkey_id: id });
   });
 }
 
@@ -85,13 +88,13 @@ export async function finishReauth(deps: Deps, session: Session, response: Authe
   const out = await verifyAssertion(deps.redis, relyingParty(deps.config), { kind: 'reauth', tenantId: session.tenantId, userId: session.userId }, response, passkey);
   const moved = out.ok && await deps.store.transaction(session.tenantId, async ({ passkeys }, tx) => {
     if (!(await passkeys.recordUse(passkey.id, passkey.counter, out.newCounter, out.backedUp))) return false;
-    await recordEvent(tx, { tenantId: session.tenantId, event: 'auth.login', data: { user_id: session.userId, client_id: 'account', method: 'passkey', passkey_id: passkey.id } });
+    await passkeyEvents.emit(tx, session.tenantId, 'auth.login', { user_id: session.userId, client_id: 'account', method: 'passkey', passkey_id: passkey.id });
     return true;
   });
   if (moved) return;
   const reason = out.ok ? 'counter_regression' : out.reason;
   if (reason === 'counter_regression') {
-    await deps.store.transaction(session.tenantId, (_s, tx) => recordEvent(tx, { tenantId: session.tenantId, event: 'security.alert', data: { user_id: session.userId, client_id: 'account', reason: 'passkey_counter_regression', passkey_id: passkey.id } }));
+    await deps.store.transaction(session.tenantId, (_s, tx) => passkeyEvents.emit(tx, session.tenantId, 'security.alert', { user_id: session.userId, client_id: 'account', reason: 'passkey_counter_regression', passkey_id: passkey.id }));
   }
   throw new PasskeyRefused(reason);
 }

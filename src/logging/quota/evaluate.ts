@@ -1,9 +1,12 @@
 import type { Redis } from 'ioredis';
-import { recordEventReturningId } from '../../events/outbox.js';
+import { declareEvents } from '../../events/declare.js';
 import { newId } from '../../store/ids.js';
 import { governanceQueries, windowOf, type EnforcementAction, type QuotaPolicyRow, type QuotaState } from '../../store/log-governance.js';
 import type { Sql } from '../../store/sql.js';
 import { lockLiveTenants } from '../../store/tenants.js';
+
+/** A quota evaluation that is not ok notifies the tenant (its outbox id is the notification_event_id). */
+const quotaEvents = declareEvents(['logging.quota_exceeded']);
 
 /** The state of a value against a policy: hard, then soft (the hard limit when none), then warning_ratio × soft. */
 export function stateOf(p: Pick<QuotaPolicyRow, 'soft_limit' | 'hard_limit' | 'warning_ratio'>, value: number): QuotaState {
@@ -57,11 +60,11 @@ export async function evaluateQuotas(sql: Sql, publisher: Redis | null, channelN
           where tenant_id = ${p.tenant_id} and quota_policy_id = ${p.id} and window_start_at = ${w.start} and state = ${state}`;
         if (had) eventId = had.event_id;
         else {
-          eventId = await recordEventReturningId(tx, { tenantId: p.tenant_id, event: 'logging.quota_exceeded', data: {
+          eventId = await quotaEvents.emitReturningId(tx, p.tenant_id, 'logging.quota_exceeded', {
             quota_policy_id: p.id, scope: p.scope, state, enforcement_action: action, metric_name: p.metric_name, window_kind: p.window_kind,
             window_start_at: w.start, window_end_at: w.end, value, soft_limit: p.soft_limit === null ? null : Number(p.soft_limit), hard_limit: Number(p.hard_limit),
             log_type: p.log_type, plane: p.plane, lane: p.lane,
-          } });
+          });
           await tx`insert into log_quota_notifications (tenant_id, quota_policy_id, window_start_at, state, event_id)
             values (${p.tenant_id}, ${p.id}, ${w.start}, ${state}, ${eventId}) on conflict do nothing`;
         }

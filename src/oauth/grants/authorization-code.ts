@@ -2,7 +2,7 @@ import { refreshTtl } from '../../tenants/settings-cache.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { adminClaimsFor } from '../../admin/user-claims.js';
 import { GRANT } from '../../clients/model.js';
-import { recordEvent } from '../../events/outbox.js';
+import { declareEvents } from '../../events/declare.js';
 import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import { recordIssued, redeemCode, type IssuedFromCode } from '../../login/codes.js';
@@ -11,6 +11,9 @@ import { sha256b64url } from '../../tokens/secrets.js';
 import { issueIdToken } from '../id-token.js';
 import { one, required } from '../params.js';
 import { audClaim, resolveTargets, ttlFor, type Grant } from './grant.js';
+
+/** A replayed authorization code is a security alert (its first tokens are revoked). */
+const codeGrantEvents = declareEvents(['security.alert']);
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 const invalidGrant = (why = 'The authorization code is invalid.') => new OAuthError('invalid_grant', why);
@@ -44,7 +47,7 @@ export const authorizationCode: Grant = {
     if (redemption.kind === 'replay') {
       if (redemption.issued && rec.clientId === client.clientId) await revokeIssued(deps, rec.tenantId, redemption.issued);
       deps.log.warn({ client_id: client.clientId }, 'authorization code replay: tokens from its first use revoked');
-      await deps.sql.begin((tx) => recordEvent(tx, { tenantId: rec.tenantId, event: 'security.alert', data: { user_id: rec.userId, client_id: rec.clientId, reason: 'authorization_code_replay' } }));
+      await deps.sql.begin((tx) => codeGrantEvents.emit(tx, rec.tenantId, 'security.alert', { user_id: rec.userId, client_id: rec.clientId, reason: 'authorization_code_replay' }));
       throw invalidGrant('The authorization code was already used.');
     }
     if (rec.clientId !== client.clientId || rec.tenantId !== client.tenantId) throw invalidGrant();

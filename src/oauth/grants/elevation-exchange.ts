@@ -1,9 +1,8 @@
 import type { Client } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
 import { ALERT_KIND, deriveRequestStatus, effectiveGrantStatus } from '../../elevation/model.js';
-import { alert } from '../../elevation/service.js';
+import { alertData, elevationEvents } from '../../elevation/service.js';
 import { OAuthError } from '../../errors.js';
-import { recordEvent } from '../../events/outbox.js';
 import { JwtError, TOKEN_TYPES, verifyJwt, type JwtPayload } from '../../tokens/jwt.js';
 import { revocationSubject } from '../../tokens/revocation.js';
 import { many, one, type Form } from '../params.js';
@@ -70,7 +69,7 @@ export async function exchangeElevation(deps: Deps, client: Client, form: Form):
       },
     });
     await store.approvals.recordToken({ grant_id: g.id, jti: t.jti, kind: 'access', client_id: client.clientId, expires_at: t.exp * 1000 });
-    await recordEvent(tx, alert(client.tenantId, ALERT_KIND.used, g, r, { type: 'client', id: client.clientId }));
+    await elevationEvents.emit(tx, client.tenantId, 'security.alert', alertData(ALERT_KIND.used, g, r, { type: 'client', id: client.clientId }));
     return { access_token: t.token, issued_token_type: ACCESS_TOKEN, token_type: 'Bearer', expires_in: ttl, authorization_details: g.authorization_details };
   });
 }
