@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './log.js';
 import { ClientCache } from './clients/cache.js';
+import { PluginSwitches } from './plugins/switches.js';
 import { createRedis } from './store/redis.js';
 import { channel, redisChannels } from './store/redis-keys.js';
 import type { Sql } from './store/sql.js';
@@ -27,6 +28,8 @@ export interface TokenServices {
   clients: ClientCache;
   /** Per-tenant settings, cached per process with pub/sub invalidation. */
   tenantSettings: TenantSettingsCache;
+  /** The plugins each tenant switched off, cached the same way. */
+  plugins: PluginSwitches;
   accessTokens: AccessTokens;
   /** Key for client secret and API key hashes (derived from KEY_ENCRYPTION_KEY). */
   secretKey: Buffer;
@@ -59,6 +62,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   await revocations.ensureLoaded().catch((err) => log.warn({ err: err.message }, 'revocation state not loaded at start; checks fail closed until it is'));
   const clients = new ClientCache(sql, redis, config.redisPrefix, log);
   const tenantSettings = new TenantSettingsCache(sql, redis, channel(config, redisChannels.tenantsChanged), log);
+  const plugins = new PluginSwitches(sql, redis, channel(config, redisChannels.pluginsChanged), log);
   // One subscriber connection for change notices (clients, keys); it may not issue other commands.
   const sub = createRedis(config, 'subscriber');
   own('change notice subscriber', () => { sub.disconnect(); });
@@ -71,6 +75,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
     if (connected) {
       clients.clear();
       tenantSettings.clear();
+      plugins.clear();
       reloadKeys();
       log.info('change notices resumed; per-process caches cleared');
     }
@@ -80,6 +85,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
     await sub.connect();
     await clients.subscribe(sub);
     await tenantSettings.subscribe(sub);
+    await plugins.subscribe(sub);
     await sub.subscribe(keysChannel);
     sub.on('message', (ch: string) => { if (ch === keysChannel) reloadKeys(); });
   } catch (err) {
@@ -91,7 +97,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   own('key ring reload', () => clearInterval(keyTimer));
   let closing: Promise<void> | undefined;
   return {
-    keys, signer, sharding, revocations, clients, tenantSettings,
+    keys, signer, sharding, revocations, clients, tenantSettings, plugins,
     accessTokens: new AccessTokens(config, keys, signer, sharding),
     secretKey: deriveKey(config.keyEncryptionKey, 'client-secrets'),
     close: () => (closing ??= (async () => { for (const c of closers.reverse()) await c(); })()),

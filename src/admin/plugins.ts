@@ -35,13 +35,14 @@ export function pluginRoutes(deps: Deps): Route[] {
     summary: enabled ? 'Enable a plugin for this tenant' : 'Disable a plugin for this tenant (the mailer off: email sign-in answers 503)',
     response: { 200: 'plugins.plugin' }, errors: [404],
     audit: { action: `plugin.${enabled ? 'enable' : 'disable'}`, resourceType: 'plugin', severity: enabled ? 'info' : 'warn' },
-    handler: async ({ params, mutate }) => {
+    handler: async ({ ctx, params, mutate }) => {
       const p = mustPlugin(params.id!);
       const view = await mutate(async (_tx, store) => {
         const before = await store.plugins.get(p.id);
         const row = await store.plugins.setEnabled(p.id, enabled);
         return { result: pluginView(p, row), resourceId: p.id, before: pluginView(p, before), after: pluginView(p, row) };
       });
+      await deps.tokens.plugins.changed(ctx.tenantId);
       return { body: view };
     },
   });

@@ -22,7 +22,7 @@ function codeHash(key: Buffer, code: string, eh: string): Buffer {
  */
 export async function generateCode(ctx: LoginContext, a: { email: string; tenantId: string; clientId: string; clientName: string; ip: string }): Promise<{ expiresIn: number }> {
   // A tenant that switched its mailer off cannot send codes: say so at once rather than queue mail nobody sends.
-  if (!(await ctx.deps.store.forTenant(a.tenantId).plugins.enabled(MAILER_PLUGIN))) {
+  if (!(await ctx.deps.tokens.plugins.enabled(a.tenantId, MAILER_PLUGIN))) {
     throw new ServiceUnavailable('Sign-in by email code is unavailable: the mailer is disabled for this tenant.', 300);
   }
   const eh = emailHash(a.email);

@@ -1,12 +1,11 @@
 import type { Config } from '../config.js';
 import { ServiceUnavailable } from '../errors.js';
+import { NotifiedCache } from './notified-cache.js';
 import type { Sql } from './sql.js';
 import { blindIndex, initialLookupKey, staticKeyring } from '../pii/blind-index.js';
 import type { LookupKeyring } from '../pii/keyring.js';
 import { PiiPartitions, type PiiPartition } from './pii-partitions.js';
 import { openPii, sealPii, TenantDataKeys, type PiiRecord } from '../pii/sealing.js';
-
-const SETTINGS_TTL_MS = 2000;
 
 /** Index entries of one address: one per key of the keyring's write (or read) set. */
 export interface IndexEntries { generations: number[]; bidxs: Buffer[] }
@@ -18,7 +17,12 @@ export interface IndexEntries { generations: number[]; bidxs: Buffer[] }
 export class PiiVault {
   private joinCache = new Map<string, string>();
   private readonly statements = new Map<string, string>();
-  private readonly settingsCache = new Map<string, { value: unknown; until: number }>();
+  /**
+   * Tenants' partition settings, read at most every 2 s per process (a first login must not pay a query
+   * for them); a PUT in this process forgets them at once, other processes within the TTL. The loader is
+   * the caller's (its own connection or transaction), so concurrent misses do not share a load.
+   */
+  private readonly settingsCache = new NotifiedCache<unknown>({ name: 'partition settings', ttlMs: 2000, shareLoads: false });
 
   constructor(readonly main: Sql, readonly partitions: PiiPartitions, readonly dataKeys: TenantDataKeys, private ring: LookupKeyring) {}
 
@@ -75,18 +79,11 @@ export class PiiVault {
     return { joins, column };
   }
 
-  /**
-   * A tenant's partition settings, read at most every SETTINGS_TTL_MS per process (a first login must not
-   * pay a query for them); a PUT in this process forgets them at once, other processes within the TTL.
-   */
+  /** A tenant's partition settings, through the per-process cache above. */
   async settings<T>(tenantId: string, load: () => Promise<T>): Promise<T> {
-    const hit = this.settingsCache.get(tenantId);
-    if (hit && hit.until > Date.now()) return hit.value as T;
-    const value = await load();
-    this.settingsCache.set(tenantId, { value, until: Date.now() + SETTINGS_TTL_MS });
-    return value;
+    return (await this.settingsCache.get(tenantId, load)) as T;
   }
-  forgetSettings(tenantId: string): void { this.settingsCache.delete(tenantId); }
+  forgetSettings(tenantId: string): void { this.settingsCache.forget(tenantId); }
 
   /** A statement text built once per process from the partition joins (hot paths run it prepared). */
   statement(name: string, build: (join: (alias: string) => { joins: string; column: string }) => string): string {

@@ -24,6 +24,12 @@ export class PluginConfigRepository {
     return row?.enabled ?? true;
   }
 
+  /** The plugins switched off for this tenant. */
+  async disabled(): Promise<string[]> {
+    const rows = await this.db<{ plugin_id: string }[]>`select plugin_id from plugin_configs where tenant_id = ${this.tenantId} and not enabled`;
+    return rows.map((r) => r.plugin_id);
+  }
+
   async setEnabled(pluginId: string, enabled: boolean): Promise<PluginConfigRow> {
     const [row] = await this.db<PluginConfigRow[]>`
       insert into plugin_configs (tenant_id, plugin_id, enabled) values (${this.tenantId}, ${pluginId}, ${enabled})

@@ -160,6 +160,8 @@ export const redisChannels = {
   keysChanged: 'keys:changed',
   /** A tenant's settings or display name changed: evict it from every process's cache (src/tenants/settings-cache.ts). */
   tenantsChanged: 'tenants:changed',
+  /** A tenant switched a plugin on or off: evict it from every process's cache (src/plugins/switches.ts). */
+  pluginsChanged: 'plugins:changed',
   /** A quota evaluation changed what is enforced: every process refreshes its log admission (src/logging/quota/admission.ts). */
   logEnforcementChanged: 'logging:enforcement',
 } as const;

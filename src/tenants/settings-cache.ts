@@ -1,11 +1,10 @@
 import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { NotifiedCache } from '../store/notified-cache.js';
 import type { Sql } from '../store/sql.js';
 import { REFUSED_STATUSES, TenantRepository, type TenantStatus } from '../store/tenants.js';
 import type { AdminTenantSettings } from '../generated/types.js';
-
-const TTL_MS = 30_000;
 
 /** What the hot paths read of a tenant: its settings, login page name and status. */
 export interface TenantProfile { settings: AdminTenantSettings; displayName: string | null; status: TenantStatus | null }
@@ -15,42 +14,17 @@ const EMPTY: TenantProfile = { settings: {}, displayName: null, status: null };
 /**
  * Tenant settings cached in each process, so /token and /introspect cost no Postgres query for them.
  * A change is announced on a Redis channel and evicts the entry in every process at once; the TTL
- * bounds staleness if a notice is missed.
+ * (30 s) bounds staleness if a notice is missed.
  */
-export class TenantSettingsCache {
-  private readonly entries = new Map<string, { p: TenantProfile; until: number }>();
-  private readonly loading = new Map<string, Promise<TenantProfile>>();
-
-  constructor(private readonly sql: Sql, private readonly pub: Redis, private readonly channelName: string, private readonly log: Logger) {}
-
-  /** Subscribes to change notices on the process's subscriber connection. */
-  async subscribe(sub: Redis): Promise<void> {
-    sub.on('message', (ch: string, tenantId: string) => { if (ch === this.channelName) this.entries.delete(tenantId); });
-    await sub.subscribe(this.channelName);
-  }
-
-  get(tenantId: string): Promise<TenantProfile> | TenantProfile {
-    const e = this.entries.get(tenantId);
-    if (e && e.until > Date.now()) return e.p;
-    let p = this.loading.get(tenantId);
-    if (!p) {
-      p = new TenantRepository(this.sql, tenantId).get().then((t) => {
-        const profile = t ? { settings: t.settings as AdminTenantSettings, displayName: t.display_name, status: t.status } : EMPTY;
-        this.entries.set(tenantId, { p: profile, until: Date.now() + TTL_MS });
-        return profile;
-      }).finally(() => this.loading.delete(tenantId));
-      this.loading.set(tenantId, p);
-    }
-    return p;
-  }
-
-  /** Forgets every entry (after the notice channel was down: a notice may have been missed). */
-  clear(): void { this.entries.clear(); }
-
-  /** Evicts locally and tells every other process. */
-  async changed(tenantId: string): Promise<void> {
-    this.entries.delete(tenantId);
-    await this.pub.publish(this.channelName, tenantId).catch((err) => this.log.warn({ err: err.message }, 'tenant change notice not published'));
+export class TenantSettingsCache extends NotifiedCache<TenantProfile> {
+  constructor(sql: Sql, pub: Redis, channel: string, log: Logger) {
+    super({
+      name: 'tenant settings', ttlMs: 30_000, channel, pub, log,
+      load: async (tenantId) => {
+        const t = await new TenantRepository(sql, tenantId).get();
+        return t ? { settings: t.settings as AdminTenantSettings, displayName: t.display_name, status: t.status } : EMPTY;
+      },
+    });
   }
 }
 
