@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
+import type { JobQueues } from './jobs/queues.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './log.js';
 import type { Governance } from './logging/wiring.js';
@@ -17,13 +18,13 @@ export interface Deps {
   store: Store;
   redis: Redis;
   tokens: TokenServices;
+  /** The process's job producers (src/jobs/), over one shared queue connection. */
+  jobs: JobQueues;
   /**
    * Owner of the process's connections, queues and timers: a module that opens one registers it here
    * (`deps.lifecycle.add(name, { start, close })`) and shutdown closes it.
    */
   lifecycle: Lifecycle;
-  /** Queues the purge of a tenant marked `deleting` (src/tenants/purge.ts); absent in processes that do not run it. */
-  tenantPurge?: { enqueue(tenantId: string): Promise<void> };
   /** The process's log record buffer (src/logging/pipeline.ts); absent in processes that do not produce buffered records. */
   logs?: LogPipeline;
   /** The process's usage meter and quota admission (src/logging/wiring.ts). */

@@ -4,12 +4,10 @@ import { finishStaleMoves } from './admin/pii-move.js';
 import { PiiVault } from './store/pii-vault.js';
 import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
+import { JobQueues } from './jobs/queues.js';
 import { createLifecycle, type Lifecycle } from './lifecycle.js';
 import { createLogPipeline } from './logging/wiring.js';
 import { createLogger, type Logger } from './log.js';
-import { createCredentialSweeper } from './principals/sweeper.js';
-import { createElevationSweeper } from './elevation/sweep.js';
-import { createTenantPurger } from './tenants/purge.js';
 import { createTokenServices } from './services.js';
 import { closeRedis, createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
@@ -62,7 +60,9 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     });
     // Users are indexed with the keys of the lookup-key rotation's current state (src/lookup-keys/).
     followLookupKeys({ config, sql, redis, vault: pii, role: 'http', log, lifecycle });
-    deps = { config, log, sql, store: new Store(sql, pii, replica), redis, tokens, lifecycle };
+    // One producer connection for every job this process adds (src/jobs/).
+    const jobs = lifecycle.add('job queues', new JobQueues(config));
+    deps = { config, log, sql, store: new Store(sql, pii, replica), redis, tokens, jobs, lifecycle };
     // Token decisions are buffered here and appended in batches; on only for tenants whose settings say so (cached).
     const logs = createLogPipeline(config, sql, log, (tenantId) => {
       const p = tokens.tenantSettings.get(tenantId);
@@ -71,13 +71,8 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
     // Governance first: it closes after the pipeline, so the pipeline's last counts are flushed.
     deps.logGovernance = lifecycle.add('log governance', logs.governance);
     deps.logs = lifecycle.add('log pipeline', logs.pipeline);
-    // Background work of the process is registered here (or by the module that owns it, through
-    // deps.lifecycle), never started by building routes.
-    lifecycle.add('machine credential sweeper', createCredentialSweeper(deps));
-    lifecycle.add('elevation expiry sweep', createElevationSweeper(deps));
-    const tenantPurge = createTenantPurger(deps);
-    deps.tenantPurge = tenantPurge;
-    lifecycle.add('tenant purge', tenantPurge);
+    // Background work runs in the worker processes (src/jobs/table.ts); what this process holds open is
+    // registered on deps.lifecycle by the module that owns it, never started by building routes.
     const router = buildRouter(deps);
     server = new HttpServer(router, {
       host: config.host, port: config.port, bodyLimitBytes: config.bodyLimitBytes,

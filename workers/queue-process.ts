@@ -1,17 +1,19 @@
 import type { Config } from '../src/config.js';
+import type { WorkerRole } from '../src/jobs/declare.js';
 import type { Logger } from '../src/log.js';
 
-/**
- * A queue worker process (webhook or email delivery), started and restarted by the supervisor.
- * The webhook consumer (with the outbox relay) and the email consumer start here by role.
- */
-export async function runQueueWorker(role: string, config: Config, log: Logger): Promise<void> {
-  const closers: Array<() => Promise<void>> = [];
+/** How each role's process starts: its consumers (from src/jobs/table.ts) and whatever else it runs (the webhook relay). */
+const STARTERS: Record<WorkerRole, (config: Config, log: Logger) => Promise<{ close(): Promise<void> }>> = {
+  'webhook-worker': async (c, l) => (await import('./webhook-worker.js')).startWebhookWorker(c, l),
+  'email-worker': async (c, l) => (await import('./email-worker.js')).startEmailWorker(c, l),
+  'jobs-worker': async (c, l) => (await import('./jobs-worker.js')).startJobsWorker(c, l),
+  'log-worker': async (c, l) => (await import('./log-worker.js')).startLogWorker(c, l),
+};
+
+/** A queue worker process of one role, started and restarted by the supervisor. */
+export async function runQueueWorker(role: WorkerRole, config: Config, log: Logger): Promise<void> {
   log.debug({ role, queueRedis: config.queueRedisUrl.replace(/\/\/[^@]*@/, '//***@') }, 'queue worker started');
-  if (role === 'webhook-worker') { const w = await (await import('./webhook-worker.js')).startWebhookWorker(config, log); closers.push(() => w.close()); }
-  if (role === 'jobs-worker') { const w = await (await import('./jobs-worker.js')).startJobsWorker(config, log); closers.push(() => w.close()); }
-  if (role === 'log-worker') { const w = await (await import('./log-worker.js')).startLogWorker(config, log); closers.push(() => w.close()); }
-  if (role === 'email-worker') { const w = await (await import('./email-worker.js')).startEmailWorker(config, log); closers.push(() => w.close()); }
+  const running = await STARTERS[role](config, log);
   process.send?.({ type: 'svc:ready' });
   // Keep the process alive until told to stop.
   const keepAlive = setInterval(() => {}, 1 << 30);
@@ -20,7 +22,7 @@ export async function runQueueWorker(role: string, config: Config, log: Logger):
     if (stopping) return;
     stopping = true;
     clearInterval(keepAlive);
-    await Promise.allSettled(closers.map((c) => c()));
+    await running.close().catch(() => {});
     process.exit(0);
   };
   process.on('message', (m: { type?: string }) => { if (m?.type === 'svc:shutdown') void stop(); });

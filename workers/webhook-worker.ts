@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url';
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { loadConfig, type Config } from '../src/config.js';
 import { OutboxRelay, type RelayOptions } from '../src/events/relay.js';
 import { createLogger, type Logger } from '../src/log.js';
@@ -8,7 +8,10 @@ import { Store } from '../src/store/index.js';
 import { createSql } from '../src/store/sql.js';
 import { listTombstonedTenants, lockLiveTenants } from '../src/store/tenants.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
-import { createDeliveryQueue, createWorkerConnection, deliveryJobId, queuePrefix, WEBHOOK_QUEUE, type DeliveryJob } from '../src/webhooks/queue.js';
+import { deliveryJobId } from '../src/webhooks/queue.js';
+import type { SchemaTypes } from '../src/generated/types.js';
+import { startConsumers } from '../src/jobs/consumers.js';
+import { JobQueues } from '../src/jobs/queues.js';
 import { backoffMs } from '../src/webhooks/retry.js';
 import { webhookSecret } from '../src/webhooks/secret-box.js';
 import { postWebhook } from '../src/webhooks/sender.js';
@@ -20,43 +23,36 @@ export interface RunningWebhookWorker {
   close(): Promise<void>;
 }
 
+/** What a delivery attempt runs with. */
+export interface WebhookContext { store: Store; config: Config; log: Logger; jobs: JobQueues }
+
 /**
- * The webhook worker process: the outbox relay plus a BullMQ consumer that performs delivery attempts
- * (concurrency WEBHOOK_CONCURRENCY). Started by the supervisor for role `webhook-worker`.
+ * The webhook worker process: the outbox relay plus the consumer of delivery attempts (src/jobs/table.ts,
+ * `webhook-delivery`, concurrency WEBHOOK_CONCURRENCY). Started by the supervisor for role `webhook-worker`.
  */
-export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions } = {}): Promise<RunningWebhookWorker> {
+export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions; schedules?: boolean } = {}): Promise<RunningWebhookWorker> {
   const sql = createSql(config);
   configureFieldSealing(config.keyEncryptionKey);
-  const { queue, connection: producer } = createDeliveryQueue(config);
-  queue.on('error', (err) => log.debug({ err: err.message }, 'queue producer error'));
-  const relay = new OutboxRelay(sql, queue, producer, config.redisPrefix, log, opts.relay);
-  const connection = createWorkerConnection(config);
+  const jobs = new JobQueues(config);
+  const relay = new OutboxRelay(sql, jobs, config.redisPrefix, log, opts.relay);
   const store = new Store(sql, PiiVault.fromConfig(config, sql));
-  const worker = new Worker<DeliveryJob>(WEBHOOK_QUEUE, (job, token) => deliver(job, token, { store, config, log, queue }), {
-    connection, prefix: queuePrefix(config), concurrency: config.webhookConcurrency,
-    // A crashed worker's active jobs are noticed as stalled after lockDuration and run again.
-    lockDuration: 15_000, stalledInterval: 5_000, maxStalledCount: 5,
-  });
-  worker.on('error', (err) => log.warn({ err: err.message }, 'webhook worker error'));
-  worker.on('failed', (job, err) => log.warn({ job: job?.id, err: err.message }, 'delivery job failed'));
+  const consumers = await startConsumers<WebhookContext>('webhook-worker', { store, config, log, jobs }, { config, log, jobs, schedules: opts.schedules });
   await relay.start();
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= (async () => {
       await relay.close();
       // Lets in-flight attempts finish (each bounded by its webhook timeout) before closing.
-      await worker.close();
-      await queue.close();
-      await Promise.allSettled([sql.end({ timeout: 5 }), connection.quit(), producer.quit()]);
+      await consumers.close();
+      await jobs.close();
+      await sql.end({ timeout: 5 });
     })()),
   };
 }
 
-interface Ctx { store: Store; config: Config; log: Logger; queue: ReturnType<typeof createDeliveryQueue>['queue'] }
-
 /** One attempt of one delivery. Idempotent: a job for an attempt that is no longer current does nothing. */
-async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store, config, log, queue }: Ctx): Promise<string> {
-  const { tenantId, deliveryId, attempt } = job.data;
+export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { store, config, log, jobs }: WebhookContext, job: Job, token: string | undefined): Promise<string> {
+  const { tenantId, deliveryId, attempt } = data;
   // Each job names its tenant: everything below goes through that tenant's repository.
   const webhooks = store.forTenant(tenantId).webhooks;
   const loaded = await webhooks.loadDelivery(deliveryId);
@@ -98,7 +94,7 @@ async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store
   if (recorded && nextAttemptAt !== null) {
     // Fast path; if this fails (or the process dies here) the relay finds the attempt unqueued and adds it.
     try {
-      await queue.add('deliver', { tenantId, deliveryId, attempt: attempt + 1 }, { jobId: deliveryJobId(deliveryId, attempt + 1), delay: Math.max(0, nextAttemptAt - Date.now()) });
+      await jobs.add('webhook-delivery', { tenantId, deliveryId, attempt: attempt + 1 }, { jobId: deliveryJobId(deliveryId, attempt + 1), delay: Math.max(0, nextAttemptAt - Date.now()) });
       await webhooks.markQueued(deliveryId, attempt + 1, Date.now());
     } catch (err) {
       log.debug({ err: (err as Error).message }, 'could not enqueue retry; the relay will');
@@ -110,11 +106,14 @@ async function deliver(job: Job<DeliveryJob>, token: string | undefined, { store
 // `node dist/workers/webhook-worker.js`: run just this consumer and relay (used by crash tests and for
 // running delivery apart from the supervisor). Configuration comes from the environment as usual.
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const config = loadConfig();
-  const log = createLogger(config.logLevel, { role: 'webhook-worker' });
-  const running = await startWebhookWorker(config, log);
-  process.send?.({ type: 'svc:ready' });
-  const stop = () => { void running.close().then(() => process.exit(0)); };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // Not a top-level await: the table loads this module's run functions by import(), which would wait
+  // for this module's own evaluation to end.
+  void (async () => {
+    const config = loadConfig();
+    const running = await startWebhookWorker(config, createLogger(config.logLevel, { role: 'webhook-worker' }));
+    process.send?.({ type: 'svc:ready' });
+    const stop = () => { void running.close().then(() => process.exit(0)); };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  })();
 }

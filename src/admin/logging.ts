@@ -1,10 +1,9 @@
-import { Queue } from 'bullmq';
 import type { Deps } from '../deps.js';
 import { Conflict, Forbidden, NotFound, ValidationError } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { readChunk } from '../logging/archive.js';
 import { retireOverdue, safeRelativeDir, storeCredential } from '../logging/destinations.js';
-import { LOG_REWRAP_QUEUE, REWRAP_ATTEMPTS, retireIfUnused, rotateRegistry, type RewrapJobData } from '../logging/rewrap.js';
+import { retireIfUnused, rotateRegistry } from '../logging/rewrap.js';
 import { decodeCursor, page } from '../store/cursor.js';
 import { generateSecret } from '../webhooks/secret-box.js';
 import { obviouslyPrivate } from '../webhooks/url-safety.js';
@@ -12,8 +11,6 @@ import { newId } from '../store/ids.js';
 import { TenantStore } from '../store/index.js';
 import { archiveQueries, type Backlog, type ChunkRow, type CredentialRow, type DeliveryRow, type DestinationRow, type KeyRegistryRow, type LogArchiveRepository } from '../store/log-archive.js';
 import { moveChunksOff } from '../logging/relocate.js';
-import { closeRedis, createRedis } from '../store/redis.js';
-import { queuePrefix } from '../store/redis-keys.js';
 import { TenantRepository } from '../store/tenants.js';
 import type { AdminContext } from './types.js';
 import { adminRoute, found } from './route.js';
@@ -90,17 +87,6 @@ async function registryView(repo: LogArchiveRepository, r: KeyRegistryRow) {
 /** Log archive administration (issue 13): logging settings, destinations and their credentials, chunks, key registries, rewrap jobs. */
 export function loggingRoutes(deps: Deps): Route[] {
   const { config } = deps;
-  let rewrapQueue: Queue<RewrapJobData> | undefined;
-  const queue = () => {
-    if (!rewrapQueue) {
-      const conn = createRedis(config, 'producer');
-      const q = new Queue<RewrapJobData>(LOG_REWRAP_QUEUE, { connection: conn, prefix: queuePrefix(config) });
-      q.on('error', () => {});
-      rewrapQueue = q;
-      deps.lifecycle.add('log rewrap queue', { close: async () => { await q.close().catch(() => {}); await closeRedis(conn); } });
-    }
-    return rewrapQueue;
-  };
 
   async function mustDestination(repo: LogArchiveRepository, id: string, lock = false): Promise<DestinationRow> {
     const d = found(await repo.destination(id, lock), destinationNotFound);
@@ -418,8 +404,7 @@ export function loggingRoutes(deps: Deps): Route[] {
           return { result, resourceId: batchId, auditId, metadata: { ...result, from_version: body.from_version ?? null, limit } };
         });
         // After commit; if Redis is away the log worker's sweep adds them (the job id de-duplicates).
-        const q = queue();
-        await Promise.all(queued.map((id) => q.add('rewrap', { tenantId: owner, jobId: id }, { jobId: id, attempts: REWRAP_ATTEMPTS, backoff: { type: 'exponential', delay: 500 }, removeOnComplete: true, removeOnFail: 1000 })))
+        await (queued.length ? deps.jobs.addBulk('log-rewrap', queued.map((id) => ({ data: { tenantId: owner, jobId: id }, opts: { jobId: id } }))) : Promise.resolve([]))
           .catch((err: Error) => deps.log.warn({ err: err.message }, 'rewrap jobs not enqueued; the log worker will'));
         return { body: { result: out, audit_id: auditId, job_id: batchId } };
       },

@@ -3,7 +3,7 @@ import { NotFound, ValidationError } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { abortRotation, advanceRotation, startRotation } from '../lookup-keys/controller.js';
 import { liveComponents } from '../lookup-keys/fleet.js';
-import { RotationQueue } from '../lookup-keys/queue.js';
+import { enqueueRotation } from '../lookup-keys/queue.js';
 import { lookupHmacRepo as repo, type RotationRow } from '../lookup-keys/repository.js';
 import { hasJobWork } from '../lookup-keys/states.js';
 import type { Db } from '../store/sql.js';
@@ -50,8 +50,6 @@ async function rotationView(db: Db, r: RotationRow, components?: unknown) {
  * the moves wait for every process (src/lookup-keys/follower.ts); the reindex runs as a job.
  */
 export function lookupHmacRoutes(deps: Deps): Route[] {
-  let queue: RotationQueue | undefined;
-  const jobs = () => (queue ??= deps.lifecycle.add('lookup rotation queue', new RotationQueue(deps.config)));
   const fleet = { redis: deps.redis, liveMs: deps.config.lookupKeyringLiveMs };
   const components = async () => {
     try {
@@ -60,7 +58,7 @@ export function lookupHmacRoutes(deps: Deps): Route[] {
   };
   /** Work a move left for the rotation job (reindex, rollback, dropping old entries). */
   const queueWork = async (r: RotationRow) => {
-    if (r.finished_at === null && hasJobWork(r.state)) await jobs().add({ operationId: r.operation_id, kind: 'work' });
+    if (r.finished_at === null && hasJobWork(r.state)) await enqueueRotation(deps.jobs, { operationId: r.operation_id, kind: 'work' });
   };
 
   return [

@@ -6,6 +6,7 @@ import { Conflict, Forbidden, NotFound } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
+import { enqueueTenantPurge } from '../tenants/purge.js';
 import { listAllTenants, TenantRepository, type Tenant, type TenantStatus } from '../store/tenants.js';
 import type { TxSql } from '../store/sql.js';
 import { found } from './route.js';
@@ -51,7 +52,7 @@ export function tenantRoutes(deps: Deps): Route[] {
       });
       await deps.tokens.revocations.markTenant(id, t.status);
       await deps.tokens.tenantSettings.changed(id);
-      if (m.to === 'deleting') await deps.tenantPurge?.enqueue(id);
+      if (m.to === 'deleting') await enqueueTenantPurge(deps, id);
       return status === 204 ? { status } : { status, body: tenantView(t) };
     },
   });

@@ -5,7 +5,7 @@ import type { Mapping } from '../field-mapping/model.js';
 import { checkUserCatalog } from '../field-mapping/user-fields.js';
 import type { Route } from '../http/types.js';
 import { checkImportFile } from '../imports/check-file.js';
-import { UserJobQueue } from '../imports/queue.js';
+import { enqueueUserJob } from '../imports/queue.js';
 import { newId } from '../store/ids.js';
 import type { UserJobRow } from '../store/user-jobs.js';
 import { adminRoute, fetched, found, listed } from './route.js';
@@ -40,8 +40,6 @@ const headerColumns = (m: Mapping): string[] => [...new Set([...(m.requiredColum
 
 /** User import and export jobs (beyond the spec; docs/field-mapping.md). */
 export function userJobRoutes(deps: Deps): Route[] {
-  let queue: UserJobQueue | undefined;
-  const jobs = () => (queue ??= deps.lifecycle.add('user jobs queue', new UserJobQueue(deps.config)));
   const routesOf = (kind: 'import' | 'export') => {
     const base = kind === 'import' ? '/api/admin/user-imports' : '/api/admin/user-exports';
     return [
@@ -90,7 +88,7 @@ export function userJobRoutes(deps: Deps): Route[] {
         return { result: j, resourceId: id, after: jobView(j), metadata: { bytes: file.length, rows } };
       });
       // Queued after the commit, so the worker finds the job; a failed enqueue leaves it queued for a retry of this call's job id.
-      await jobs().add({ tenantId: ctx.tenantId, jobId: id, kind: 'import' });
+      await enqueueUserJob(deps.jobs, { tenantId: ctx.tenantId, jobId: id, kind: 'import' });
       return { status: 202, body: jobView(job) };
     },
   });
@@ -107,7 +105,7 @@ export function userJobRoutes(deps: Deps): Route[] {
         const j = await store.userJobs.insert(id, 'export', mapping, ctx.actor.id, null);
         return { result: j, resourceId: id, after: jobView(j) };
       });
-      await jobs().add({ tenantId: ctx.tenantId, jobId: id, kind: 'export' });
+      await enqueueUserJob(deps.jobs, { tenantId: ctx.tenantId, jobId: id, kind: 'export' });
       return { status: 202, body: jobView(job) };
     },
   });

@@ -30,7 +30,7 @@ export function alertData(kind: string, g: { id: string }, r: { id: string; inve
 }
 
 /** Revokes every unexpired token minted from a grant through the revocation service (Postgres first, then Redis). */
-export async function revokeGrantTokens(deps: Pick<Deps, 'tokens'>, store: TenantStore, grantId: string, now: number): Promise<number> {
+export async function revokeGrantTokens(deps: { tokens: Pick<Deps['tokens'], 'revocations'> }, store: TenantStore, grantId: string, now: number): Promise<number> {
   const live = await store.approvals.liveTokens(grantId, now);
   for (const t of live) await deps.tokens.revocations.revoke(store.tenantId, t.jti, Math.ceil(Number(t.expires_at) / 1000));
   return live.length;
@@ -42,7 +42,7 @@ export async function revokeGrantTokens(deps: Pick<Deps, 'tokens'>, store: Tenan
  * (revoked, or expired when its own time is up) when it ends. The tokens of a closed grant are revoked
  * before the transaction commits, so a failure leaves them revoked rather than live (fail closed).
  */
-export async function settle(deps: Pick<Deps, 'tokens'>, tx: TxSql, store: TenantStore, request: ApprovalRequestRow, actor: Mover, now: number): Promise<Settled> {
+export async function settle(deps: { tokens: Pick<Deps['tokens'], 'revocations'> }, tx: TxSql, store: TenantStore, request: ApprovalRequestRow, actor: Mover, now: number): Promise<Settled> {
   const repo = store.approvals;
   const steps0 = await repo.steps(request.id);
   const status = deriveRequestStatus(request, steps0, now);

@@ -1,11 +1,10 @@
-import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import { queueKeys } from '../store/redis-keys.js';
 import type { Sql } from '../store/sql.js';
 import { CrossTenantDeliveries, type Unqueued } from '../store/webhook-deliveries.js';
 import { planDeliveries } from '../webhooks/fan-out.js';
-import { deliveryJobId, type DeliveryJob } from '../webhooks/queue.js';
+import type { JobQueues } from '../jobs/queues.js';
+import { deliveryJobId } from '../webhooks/queue.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 
 export interface RelayOptions {
@@ -43,7 +42,7 @@ export class OutboxRelay {
   /** The relay serves every tenant of its database: it reads and writes through the cross-tenant path only. */
   private readonly deliveries: CrossTenantDeliveries;
 
-  constructor(private readonly sql: Sql, private readonly queue: Queue<DeliveryJob>, private readonly queueRedis: Redis, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}) {
+  constructor(private readonly sql: Sql, private readonly jobs: JobQueues, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}) {
     this.deliveries = new CrossTenantDeliveries(sql);
     this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, ...opts };
     this.sentinelKey = queueKeys.relaySentinel({ redisPrefix });
@@ -55,8 +54,9 @@ export class OutboxRelay {
     this.timer = setInterval(() => this.kick(), this.opts.pollMs);
     // The queue connection fails fast (no offline queue), so a pass before it is up fails and warns on
     // every start. Passes wait for its first 'ready'; a later outage still fails passes, and is logged.
-    if (this.queueRedis.status === 'ready') this.queueUp = true;
-    else this.queueRedis.once('ready', () => { this.queueUp = true; this.kick(); });
+    const conn = this.jobs.connection;
+    if (conn.status === 'ready') this.queueUp = true;
+    else conn.once('ready', () => { this.queueUp = true; this.kick(); });
     this.kick();
   }
 
@@ -94,18 +94,17 @@ export class OutboxRelay {
 
   private async enqueue(items: Unqueued[]): Promise<void> {
     const now = Date.now();
-    await this.queue.addBulk(items.map((i) => ({
-      name: 'deliver',
+    await this.jobs.addBulk('webhook-delivery', items.map((i) => ({
       data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt },
       opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
     })));
     // A delivery purged between the read and the add (its tenant deleted meanwhile) must not leave its job queued.
     const gone = await this.deliveries.markQueued(items, Date.now());
-    for (const i of gone) await this.queue.remove(deliveryJobId(i.id, i.attempt)).catch(() => 0);
+    for (const i of gone) await this.jobs.queue('webhooks').remove(deliveryJobId(i.id, i.attempt)).catch(() => 0);
   }
 
   private async checkSentinel(): Promise<void> {
-    const client = this.queueRedis;
+    const client = this.jobs.connection;
     if (await client.exists(this.sentinelKey)) return;
     // First start, or the queue's Redis lost its data: Postgres still holds every pending delivery.
     const n = await this.deliveries.resetQueued();
@@ -118,7 +117,7 @@ export class OutboxRelay {
     const items = await this.deliveries.overdue(Date.now() - this.opts.overdueGraceMs, 200);
     const lost: Unqueued[] = [];
     for (const i of items) {
-      const job = await this.queue.getJob(deliveryJobId(i.id, i.attempt));
+      const job = await this.jobs.queue('webhooks').getJob(deliveryJobId(i.id, i.attempt));
       if (!job) lost.push(i);
       else if (await job.isFailed()) await job.retry();
     }

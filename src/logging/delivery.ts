@@ -6,7 +6,6 @@ import type { Sql } from '../store/sql.js';
 import { chunkDir } from './archive.js';
 import { postToSink, readObject } from './destinations.js';
 
-export const LOG_DELIVERY_QUEUE = 'log-delivery';
 /** Deliveries one pass sends to one sink at most (the rest wait for the next pass). */
 const PER_PASS = 200;
 

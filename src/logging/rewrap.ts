@@ -7,11 +7,6 @@ import { openChunk, sealChunk, sealVersionKey } from './chunk-crypto.js';
 import { chunkDir, objectKey, readChunk, versionKey } from './archive.js';
 import { locationDir, locationOf, removeObject, writeObject } from './destinations.js';
 
-export const LOG_ARCHIVE_QUEUE = 'log-archive';
-export const LOG_REWRAP_QUEUE = 'log-rewrap';
-export const REWRAP_ATTEMPTS = 5;
-export interface RewrapJobData { tenantId: string; jobId: string }
-
 /**
  * Makes a new active version of a registry (in the caller's transaction, registry row locked). The
  * previous active version becomes `rewrap_required` when chunks use it, else `retired`.

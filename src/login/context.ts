@@ -14,7 +14,7 @@ export interface LoginContext {
 }
 
 // Keyed by the process's Deps so each server (tests run several per process) has its own. The mail
-// queue, opened on first use, is registered on the process's lifecycle, which closes it at shutdown.
+// queue sends over the process's job producers (deps.jobs), which the lifecycle closes at shutdown.
 const contexts = new WeakMap<Deps, LoginContext>();
 
 export function loginContext(deps: Deps): LoginContext {
@@ -26,9 +26,9 @@ export function loginContext(deps: Deps): LoginContext {
       codeKey: deriveKey(deps.config.keyEncryptionKey, 'login-codes'),
       csrfKey: deriveKey(deps.config.keyEncryptionKey, 'login-csrf'),
       secureCookies: deps.config.issuer.startsWith('https:'),
-      mail: () => (mail ??= deps.lifecycle.add('login mail queue', new MailQueue(deps.config))),
+      mail: () => (mail ??= new MailQueue(deps.jobs, deps.config.keyEncryptionKey)),
     };
-    Object.defineProperty(ctx, 'close', { value: async () => { await mail?.close(); mail = undefined; } });
+    Object.defineProperty(ctx, 'close', { value: async () => { mail = undefined; contexts.delete(deps); } });
     contexts.set(deps, ctx);
   }
   return ctx;

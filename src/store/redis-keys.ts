@@ -148,9 +148,6 @@ export const redisKeys = {
   /** The minutes that have a counter hash (sorted set, score = minute). Tag `{logusage}` as above. */
   logUsageMinutes: 'lu:{logusage}:minutes',
 
-  /** Lock so one process sweeps expired machine credentials per interval (src/principals/sweeper.ts, SET NX). No tag. */
-  principalSweepLock: 'principals:sweep',
-
   /** The primary's WAL position after the last admin change (src/store/replica.ts): admin reads wait for the replica to pass it. Used alone; no tag. */
   replicaFence: 'replica:fence',
 } as const;

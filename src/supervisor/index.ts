@@ -2,8 +2,9 @@ import cluster, { type Worker } from 'node:cluster';
 import client from 'prom-client';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
+import { WORKER_ROLES, type WorkerRole } from '../jobs/declare.js';
 
-export type Role = 'http' | 'webhook-worker' | 'email-worker' | 'jobs-worker' | 'log-worker';
+export type Role = 'http' | WorkerRole;
 
 interface Slot { role: Role; index: number; worker?: Worker; startedAt: number; quickDeaths: number; restartTimer?: NodeJS.Timeout }
 
@@ -23,10 +24,8 @@ export function runSupervisor(config: Config, log: Logger): void {
   const slots: Slot[] = [];
   for (let i = 0; i < config.workers; i++) slots.push({ role: 'http', index: i, startedAt: 0, quickDeaths: 0 });
   if (config.queueWorkers) {
-    slots.push({ role: 'webhook-worker', index: 0, startedAt: 0, quickDeaths: 0 });
-    slots.push({ role: 'email-worker', index: 0, startedAt: 0, quickDeaths: 0 });
-    slots.push({ role: 'jobs-worker', index: 0, startedAt: 0, quickDeaths: 0 });
-    slots.push({ role: 'log-worker', index: 0, startedAt: 0, quickDeaths: 0 });
+    // One process per role that consumes queues (src/jobs/table.ts); it also registers its role's schedules.
+    for (const role of WORKER_ROLES) slots.push({ role, index: 0, startedAt: 0, quickDeaths: 0 });
   }
   let stopping = false;
   let readyCount = 0;

@@ -1,16 +1,15 @@
-import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { RevocationStore } from '../tokens/revocation.js';
 import type { Deps } from '../deps.js';
 import type { PiiVault } from '../store/pii-vault.js';
 import type { AuditActor } from '../store/audit-log.js';
-import { closeRedis, createRedis, hashTag, masters } from '../store/redis.js';
+import { purgeTenantJobs } from '../jobs/tenant-jobs.js';
+import type { TokenServices } from '../services.js';
+import { hashTag, masters } from '../store/redis.js';
 import { counterField, queuePrefix, redisKeys } from '../store/redis-keys.js';
 import type { Sql } from '../store/sql.js';
 import { TenantRepository } from '../store/tenants.js';
 
-export const TENANT_PURGE_QUEUE = 'tenant-purge';
-const SCHEDULER_ID = 'tenant-purge-resume';
 const BATCH = 5000;
 const PURGER: AuditActor = { type: 'machine', id: 'system:tenant-purge', displayName: 'Tenant purge', email: null };
 
@@ -124,59 +123,8 @@ export async function purgeTenantKeys(deps: Pick<Deps, 'redis' | 'config'>, tena
   return n;
 }
 
-/** BullMQ job states a job can be removed from (an active job is locked: its consumer checks the tombstone itself). */
-const REMOVABLE_STATES = ['wait', 'paused', 'delayed', 'prioritized', 'waiting-children', 'completed', 'failed'];
-
-/**
- * Removes the tenant's jobs (`data.tenantId`) from every BullMQ queue of the deployment, in every state
- * but active. The queues are found by a SCAN of their state keys (`<prefix>:<queue>:<state>`), so a
- * queue added later is covered without a list kept here. Returns how many jobs were removed.
- */
-export async function purgeTenantJobs(queueRedis: Redis, prefix: string, tenantId: string): Promise<number> {
-  const states = new Map<string, string[]>();
-  for (const node of masters(queueRedis)) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', startingWith(`${prefix}:`), 'COUNT', 1000);
-      cursor = next;
-      for (const k of keys) {
-        const rest = k.slice(prefix.length + 1);
-        const state = REMOVABLE_STATES.find((st) => rest.endsWith(`:${st}`));
-        if (state) states.set(rest.slice(0, -(state.length + 1)), [...(states.get(rest.slice(0, -(state.length + 1))) ?? []), state]);
-      }
-    } while (cursor !== '0');
-  }
-  let removed = 0;
-  for (const [name, found] of states) {
-    const queue = new Queue(name, { connection: queueRedis, prefix });
-    queue.on('error', () => {});
-    try {
-      for (const state of found) {
-        const key = `${prefix}:${name}:${state}`;
-        const list = (await queueRedis.type(key)) === 'list';
-        for (let i = 0; ; i += 1000) {
-          const jobIds = list ? await queueRedis.lrange(key, i, i + 999) : await queueRedis.zrange(key, i, i + 999);
-          if (!jobIds.length) break;
-          // Every key of the deployment's queues has the prefix's hash tag: one slot, so one pipeline.
-          const p = queueRedis.pipeline();
-          for (const id of jobIds) p.hget(`${prefix}:${name}:${id}`, 'data');
-          const datas = (await p.exec()) ?? [];
-          const mine = jobIds.filter((_, j) => {
-            const raw = datas[j]?.[1];
-            try { return typeof raw === 'string' && (JSON.parse(raw) as { tenantId?: unknown } | null)?.tenantId === tenantId; } catch { return false; }
-          });
-          for (const id of mine) removed += await queue.remove(id);
-          if (jobIds.length < 1000) break;
-          // What was removed no longer takes a place in the range.
-          i -= mine.length;
-        }
-      }
-    } finally {
-      await queue.close().catch(() => {});
-    }
-  }
-  return removed;
-}
+/** What a purge runs with: the stores, and the token services whose caches and marks it updates. */
+export type PurgeDeps = Pick<Deps, 'sql' | 'redis' | 'config' | 'log' | 'store'> & { tokens: Pick<TokenServices, 'revocations' | 'tenantSettings' | 'clients'> };
 
 /**
  * Purges one tenant marked `deleting`, then marks it `deleted` (its own audit log goes with it; the
@@ -185,7 +133,7 @@ export async function purgeTenantJobs(queueRedis: Redis, prefix: string, tenantI
  * then its Redis keys (usage counters included), then its queued jobs. Its clients are evicted from every
  * process's cache, and its suspension mark is written again after the key purge, so its tokens stay refused.
  */
-export async function purgeTenant(deps: Pick<Deps, 'sql' | 'redis' | 'config' | 'log' | 'tokens' | 'store'>, queueRedis: Redis, tenantId: string): Promise<boolean> {
+export async function purgeTenant(deps: PurgeDeps, queueRedis: Redis, tenantId: string): Promise<boolean> {
   const t = await new TenantRepository(deps.sql, tenantId).get();
   if (!t || t.status !== 'deleting') return false;
   // Read before the rows go: the Redis keys of its clients, check API keys and revoked tokens are named by them.
@@ -225,54 +173,16 @@ async function deletingTenants(sql: Sql): Promise<string[]> {
   return (await sql<{ id: string }[]>`select id from tenants where status = 'deleting'`).map((r) => r.id);
 }
 
-export interface TenantPurger { start(): Promise<void>; close(): Promise<void>; enqueue(tenantId: string): Promise<void> }
-
-/** How long shutdown waits for the purge worker to stop before cutting its connections. */
-const CLOSE_WAIT_MS = 2000;
-
 /**
- * The purge as BullMQ jobs: DELETE enqueues one for the tenant at once, and a repeatable job resumes
- * any tenant still `deleting` (a crashed purge). Concurrency 1 per process. Registered on the lifecycle.
+ * The `tenant-purge` and `tenant-purge-resume` jobs (src/jobs/table.ts): purges the tenant named, or
+ * (the periodic resume) every tenant still `deleting` after a crashed purge.
  */
-export function createTenantPurger(deps: Deps, everyMs = 60_000): TenantPurger {
-  let queue: Queue | undefined;
-  let worker: Worker | undefined;
-  let conns: Array<ReturnType<typeof createRedis>> = [];
-  const run = async (tenantId: string | undefined) => {
-    for (const id of tenantId ? [tenantId] : await deletingTenants(deps.sql)) await purgeTenant(deps, conns[0]!, id);
-  };
-  return {
-    async start() {
-      const producer = createRedis(deps.config, 'producer');
-      const consumer = createRedis(deps.config, 'worker');
-      conns = [producer, consumer];
-      const prefix = queuePrefix(deps.config);
-      queue = new Queue(TENANT_PURGE_QUEUE, { connection: producer, prefix });
-      queue.on('error', () => {});
-      worker = new Worker(TENANT_PURGE_QUEUE, async (job) => run((job.data as { tenantId?: string }).tenantId), { connection: consumer, prefix, concurrency: 1 });
-      worker.on('error', (err) => deps.log.warn({ err: err.message }, 'tenant purge worker error'));
-      worker.on('failed', (_job, err) => deps.log.warn({ err: err.message }, 'tenant purge failed'));
-      await queue.upsertJobScheduler(SCHEDULER_ID, { every: everyMs }, { name: 'resume', data: {}, opts: { removeOnComplete: true, removeOnFail: { age: 3600 } } })
-        .catch((err: Error) => deps.log.warn({ err: err.message }, 'tenant purge resume not scheduled'));
-    },
-    async enqueue(tenantId) {
-      // A lost enqueue is not lost work: the repeatable job resumes every tenant left `deleting`.
-      await queue?.add('purge', { tenantId }, { jobId: `purge-${tenantId}`, attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: { age: 86400 } })
-        .catch((err: Error) => deps.log.warn({ err: err.message, tenant: tenantId }, 'tenant purge not enqueued; the resume job will pick it up'));
-    },
-    async close() {
-      // After a Redis restart the worker's blocking connection can wait out its command before close()
-      // returns (seen: 10 s to forever in test/cluster/lost-notice); a purge is resumable (batches, and
-      // the resume job), so shutdown waits a bounded time and then cuts the connections.
-      let timer: NodeJS.Timeout | undefined;
-      const bounded = new Promise<void>((resolve) => { timer = setTimeout(resolve, CLOSE_WAIT_MS); });
-      await Promise.race([(async () => {
-        await worker?.close().catch(() => {});
-        await queue?.close().catch(() => {});
-      })(), bounded]);
-      clearTimeout(timer);
-      await Promise.all(conns.map((c) => closeRedis(c)));
-      conns = [];
-    },
-  };
+export async function purgeDeleting(deps: PurgeDeps, queueRedis: Redis, tenantId: string | undefined): Promise<void> {
+  for (const id of tenantId ? [tenantId] : await deletingTenants(deps.sql)) await purgeTenant(deps, queueRedis, id);
+}
+
+/** Queues the purge of a tenant just marked `deleting`. A lost enqueue is not lost work: the periodic resume job purges every tenant left `deleting`. */
+export async function enqueueTenantPurge(deps: Pick<Deps, 'jobs' | 'log'>, tenantId: string): Promise<void> {
+  await deps.jobs.add('tenant-purge', { tenantId }, { name: 'purge', jobId: `purge-${tenantId}` })
+    .catch((err: Error) => deps.log.warn({ err: err.message, tenant: tenantId }, 'tenant purge not enqueued; the resume job will pick it up'));
 }

@@ -6,7 +6,8 @@ import { adminOf, api } from './helpers.js';
 
 // Machine access principals: lifecycle, credentials, and their admin tokens by client_credentials with
 // private_key_jwt (RFC 7523) signed by keys the server never sees.
-const srv = await startTestServer();
+// The credential sweep runs in the jobs worker, beside the HTTP process.
+const srv = await startTestServer({}, { jobsWorker: true });
 t.teardown(() => srv.close());
 const { tenantId, call } = await adminOf(srv, ['admin:*'], 'mp');
 const BASE = '/api/admin/machine-access/principals';

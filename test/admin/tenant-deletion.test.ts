@@ -10,7 +10,8 @@ import { adminOf, api } from './helpers.js';
 
 // Deleting a tenant: DELETE marks it `deleting` (refused as when suspended), the purge job removes every
 // row of the tenant in every table of the schema and its Redis keys, then marks it `deleted`.
-const srv = await startTestServer();
+// The purge runs in the jobs worker, beside the HTTP process.
+const srv = await startTestServer({}, { jobsWorker: true });
 t.teardown(() => srv.close());
 const platform = await adminOf(srv, ['admin:*'], 'tdel-plat', true);
 

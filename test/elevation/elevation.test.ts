@@ -21,7 +21,8 @@ let b: BootstrapResult;
 let requester: Person, ann: Person, bob: Person;
 let exchanger: oidc.Configuration, rs: oidc.Configuration;
 t.before(async () => {
-  srv = await startTestServer({ ELEVATION_SWEEP_MS: '300' });
+  // The sweep runs in the jobs worker, beside the HTTP process.
+  srv = await startTestServer({ ELEVATION_SWEEP_MS: '300' }, { jobsWorker: true });
   b = await setupTenant(srv, 'elev');
   requester = await person(srv, b.tenant_id, 'requester');
   ann = await person(srv, b.tenant_id, 'ann', ['admin:approvals:read', 'admin:approvals:approve']);

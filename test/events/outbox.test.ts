@@ -3,7 +3,8 @@ import { recordEvent } from '../../src/events/outbox.js';
 import { EVENT_NAMES } from '../../src/events/names.js';
 import { OutboxRelay } from '../../src/events/relay.js';
 import { createLogger } from '../../src/log.js';
-import { createDeliveryQueue, deliveryJobId } from '../../src/webhooks/queue.js';
+import { JobQueues } from '../../src/jobs/queues.js';
+import { deliveryJobId } from '../../src/webhooks/queue.js';
 import { testConfig } from '../helpers/env.js';
 import { addWebhook, createTenant, isolatedDatabase, testSql } from '../webhooks/fixtures.js';
 
@@ -13,9 +14,10 @@ const db = await isolatedDatabase();
 const config = testConfig({ DATABASE_URL: db.url });
 const sql = testSql(config);
 const tenant = await createTenant(sql, 'outbox');
-const { queue, connection } = createDeliveryQueue(config);
+const jobQueues = new JobQueues(config);
+const queue = jobQueues.queue('webhooks');
 await queue.waitUntilReady();
-t.teardown(async () => { await queue.obliterate({ force: true }).catch(() => {}); await queue.close(); await connection.quit(); await sql.end({ timeout: 2 }); await db.drop(); });
+t.teardown(async () => { await queue.obliterate({ force: true }).catch(() => {}); await jobQueues.close(); await sql.end({ timeout: 2 }); await db.drop(); });
 
 t.test('the sixteen event names of the spec', async (t) => {
   t.equal(EVENT_NAMES.length, 16);
@@ -41,7 +43,7 @@ t.test('programming mistakes are TypeErrors', async (t) => {
 t.test('relay: fan-out once, enqueue idempotently, re-enqueue after a crash between add and mark', async (t) => {
   await addWebhook(sql, config, tenant, { url: 'http://127.0.0.1:9/', events: ['user.created'] });
   await addWebhook(sql, config, tenant, { url: 'http://127.0.0.1:9/', events: ['user.created'] });
-  const relay = new OutboxRelay(sql, queue, connection, config.redisPrefix, createLogger('silent'));
+  const relay = new OutboxRelay(sql, jobQueues, config.redisPrefix, createLogger('silent'));
   await relay.pass();
   await relay.pass();
   const deliveries = await sql<{ id: string; queued_at: unknown }[]>`select id, queued_at from webhook_deliveries where tenant_id = ${tenant}`;

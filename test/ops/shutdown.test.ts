@@ -67,5 +67,5 @@ t.test('SIGTERM: the HTTP process closes everything it opened, then ends by itse
   t.equal(report.forced, false, 'the process ended by itself: nothing held the event loop after close()');
   t.same(report.resources, [], 'no handle left at exit');
   // An unref'd interval does not hold the process, but it is work that keeps running until the process dies.
-  t.same(report.intervals, [], 'every interval started was cleared, the machine credential sweeper\'s included');
+  t.same(report.intervals, [], 'every interval started was cleared');
 });

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { OutboxRelay } from '../../src/events/relay.js';
 import { createLogger } from '../../src/log.js';
-import { createDeliveryQueue, deliveryJobId } from '../../src/webhooks/queue.js';
+import { JobQueues } from '../../src/jobs/queues.js';
+import { deliveryJobId } from '../../src/webhooks/queue.js';
 import { testConfig } from '../helpers/env.js';
 import { forkReady, PrivateRedis, waitFor } from '../helpers/processes.js';
 import { addWebhook, createTenant, emit, hooksOf, isolatedDatabase, startReceiver, testSql } from './fixtures.js';
@@ -78,15 +79,15 @@ t.test('the queue Redis loses its data: pending deliveries are enqueued again fr
   await kill(child);
   // With no consumer running, a relay pass fans r2 out, adds its job to BullMQ and marks it queued...
   await emit(sql, { tenantId: tenant, event: 'security.alert', data: { reason: 'r2' } });
-  const { queue, connection } = createDeliveryQueue(config);
-  const relay = new OutboxRelay(sql, queue, connection, config.redisPrefix, createLogger('silent'));
+  const jobQueues = new JobQueues(config);
+  const queue = jobQueues.queue('webhooks');
+  const relay = new OutboxRelay(sql, jobQueues, config.redisPrefix, createLogger('silent'));
   await queue.waitUntilReady();
   await relay.pass();
   const [row] = await sql<{ id: string; queued_at: unknown }[]>`select id, queued_at from webhook_deliveries where tenant_id = ${tenant} and request_body->'data'->>'reason' = 'r2'`;
   t.ok(row?.queued_at, 'the delivery is marked queued');
   t.ok(await queue.getJob(deliveryJobId(row!.id, 1)), 'and its job is in the queue');
-  await queue.close();
-  await connection.quit();
+  await jobQueues.close();
   // ...then the queue's Redis loses everything.
   const r = new Redis(qredis.url);
   await r.flushall();

@@ -1,0 +1,69 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { schemas } from '../../src/generated/index.js';
+import { WORKER_ROLES } from '../../src/jobs/declare.js';
+import { JobQueues } from '../../src/jobs/queues.js';
+import { JOBS, QUEUES, type JobName } from '../../src/jobs/table.js';
+import { testConfig } from '../helpers/env.js';
+
+// The jobs table (src/jobs/table.ts) is the one place background work is declared. This file fails when
+// a job is produced but consumed nowhere, consumed but produced nowhere (no producer call and no
+// schedule), or when a queue is produced, consumed or scheduled around the table.
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+function files(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? (e.name === 'generated' ? [] : files(path.join(dir, e.name))) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []);
+}
+const sources = [...files(path.join(root, 'src')), ...files(path.join(root, 'workers'))]
+  .map((f) => ({ file: path.relative(root, f), text: fs.readFileSync(f, 'utf8') }));
+const jobNames = Object.keys(JOBS) as JobName[];
+
+t.test('every queue is consumed by a role the supervisor starts, and every role starts its consumers', async (t) => {
+  for (const [q, d] of Object.entries(QUEUES)) {
+    t.ok((WORKER_ROLES as readonly string[]).includes(d.role), `queue ${q} is consumed by ${d.role}, a role the supervisor forks`);
+    t.ok(jobNames.some((k) => JOBS[k].queue === q), `queue ${q} carries at least one declared job`);
+    const starter = sources.filter((s) => s.file.startsWith('workers/') && new RegExp(`startConsumers(<[^>]*>)?\\(\\s*'${d.role}'`).test(s.text));
+    t.equal(starter.length, 1, `one worker process starts the consumers of ${d.role} (for queue ${q})`);
+  }
+});
+
+t.test('every job has a run function, a schema under schemas/jobs/, and is produced or scheduled', async (t) => {
+  const produced = new Set<string>();
+  for (const s of sources) {
+    if (s.file.startsWith('src/jobs/')) continue;
+    // Producers are the process's JobQueues, always named `jobs` (deps.jobs, this.jobs).
+    for (const m of s.text.matchAll(/\bjobs\.(?:add|addBulk)\(\s*'([a-z0-9-]+)'/g)) produced.add(m[1]!);
+  }
+  for (const k of jobNames) {
+    const d = JOBS[k];
+    t.equal(typeof (await d.run()), 'function', `${k}: run loads a function`);
+    t.ok(schemas[d.schema], `${k}: its data schema ${d.schema} exists`);
+    t.ok(produced.has(k) || ('schedule' in d && d.schedule), `${k}: produced somewhere (a jobs.add('${k}', ...) call) or scheduled`);
+  }
+  t.ok(produced.size >= 5, `found producers of ${[...produced].join(', ')}`);
+  for (const p of produced) t.ok(p in JOBS, `${p}: what is produced is declared`);
+  const names = new Map<string, string>();
+  for (const k of jobNames) {
+    const id = `${JOBS[k].queue}/${JOBS[k].name}`;
+    t.notOk(names.has(id), `${k}: no other job shares queue ${JOBS[k].queue} and name ${JOBS[k].name}${names.has(id) ? ` (${names.get(id)})` : ''}`);
+    names.set(id, k);
+  }
+  const unused = Object.keys(schemas).filter((id) => id.startsWith('jobs.') && !jobNames.some((k) => JOBS[k].schema === id));
+  t.same(unused, [], 'every schema under schemas/jobs/ is some job\'s data');
+});
+
+t.test('nothing produces, consumes or schedules BullMQ jobs around the table', async (t) => {
+  const around = sources.filter((s) => !s.file.startsWith('src/jobs/') && /new (Queue|Worker|FlowProducer)\b|upsertJobScheduler|from 'bullmq'[^;]*\b(Queue|Worker)\b[,}]/.test(s.text
+    .replace(/import type [^;]+;/g, '')))
+    .map((s) => s.file);
+  t.same(around, [], 'files that open BullMQ queues or workers themselves');
+});
+
+t.test('data a job\'s schema refuses is refused when it is added, before anything reaches Redis', async (t) => {
+  const jobs = new JobQueues(testConfig());
+  t.teardown(() => jobs.close());
+  await t.rejects(jobs.add('user-job', { tenantId: 't', jobId: 'j', kind: 'delete' } as never), { name: 'TypeError', message: /job user-job: data refused by jobs.user-job \(\/kind/ });
+  await t.rejects(jobs.add('webhook-delivery', { tenantId: 't', deliveryId: 'd' } as never), { name: 'TypeError', message: /jobs.webhook-delivery/ });
+});
