@@ -34,7 +34,7 @@ export async function startEmailWorker(config: Config, log: Logger, opts: { sche
   smtp.searchParams.set('maxConnections', String(config.emailConcurrency));
   const transport = nodemailer.createTransport(smtp.toString(), { from: config.mailFrom });
   const jobs = new JobQueues(config);
-  const consumers = await startConsumers<EmailContext>('email-worker', { config, transport, key: mailKey(config.keyEncryptionKey) }, { config, log, jobs, ...opts });
+  const consumers = await startConsumers('email-worker', { config, transport, key: mailKey(config.keyEncryptionKey) }, { config, log, jobs, ...opts });
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= (async () => {

@@ -114,7 +114,7 @@ export async function startJobsWorker(config: Config, log: Logger, opts: { sched
     tenantSettings: new TenantSettingsCache(sql, cache, channel(config, redisChannels.tenantsChanged), log),
   };
   const purge: PurgeDeps = { sql, redis: cache, config, log, store, tokens };
-  const consumers = await startConsumers<JobsContext>('jobs-worker', { config, log, sql, store, cache, jobs, work, purge }, { config, log, jobs, schedules: opts.schedules });
+  const consumers = await startConsumers('jobs-worker', { config, log, sql, store, cache, jobs, work, purge }, { config, log, jobs, schedules: opts.schedules });
   // Work that a lost enqueue left behind (Redis down when a move committed) is queued again at start.
   const live = await lookupHmacRepo.live(sql);
   if (live && hasJobWork(live.state)) await enqueueRotation(jobs, { operationId: live.operation_id, kind: 'work' }).catch(() => {});

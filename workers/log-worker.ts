@@ -97,7 +97,7 @@ export async function startLogWorker(config: Config, log: Logger, opts: { schedu
   cache.on('error', () => {});
   const store = new Store(sql, PiiVault.fromConfig(config, sql));
   const jobs = new JobQueues(config);
-  const consumers = await startConsumers<LogContext>('log-worker', { sql, store, config, log, cache, g, jobs }, { config, log, jobs, schedules: opts.schedules });
+  const consumers = await startConsumers('log-worker', { sql, store, config, log, cache, g, jobs }, { config, log, jobs, schedules: opts.schedules });
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= (async () => {

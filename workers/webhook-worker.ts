@@ -36,7 +36,7 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   const jobs = new JobQueues(config);
   const relay = new OutboxRelay(sql, jobs, config.redisPrefix, log, opts.relay);
   const store = new Store(sql, PiiVault.fromConfig(config, sql));
-  const consumers = await startConsumers<WebhookContext>('webhook-worker', { store, config, log, jobs }, { config, log, jobs, schedules: opts.schedules });
+  const consumers = await startConsumers('webhook-worker', { store, config, log, jobs }, { config, log, jobs, schedules: opts.schedules });
   await relay.start();
   let closing: Promise<void> | undefined;
   return {

@@ -6,7 +6,7 @@ import { createRedis } from '../store/redis.js';
 import { queuePrefix } from '../store/redis-keys.js';
 import { ms, type JobRunner, type QueueDecl, type WorkerRole } from './declare.js';
 import type { JobQueues } from './queues.js';
-import { JOBS, QUEUES, jobsOn, queuesOf, type JobName } from './table.js';
+import { JOBS, QUEUES, jobsOn, queuesOf, type JobName, type RoleContexts } from './table.js';
 
 export interface RunningConsumers { close(): Promise<void> }
 
@@ -14,17 +14,17 @@ export interface RunningConsumers { close(): Promise<void> }
  * Starts the consumers of every queue of `role`, as the table declares them, over one worker connection
  * (retries forever, as BullMQ workers require). Each job's data is checked against its schema before its
  * run function sees it; data the schema refuses fails the job for good. Unless `schedules` is false,
- * the role's periodic jobs are registered too: one process per role (the supervisor's index 0) does it.
+ * the role's periodic jobs are registered too (by the role's one process under the supervisor).
  */
-export async function startConsumers<C>(role: WorkerRole, ctx: C, deps: { config: Config; log: Logger; jobs: JobQueues; schedules?: boolean }): Promise<RunningConsumers> {
+export async function startConsumers<R extends WorkerRole>(role: R, ctx: RoleContexts[R], deps: { config: Config; log: Logger; jobs: JobQueues; schedules?: boolean }): Promise<RunningConsumers> {
   const { config, log } = deps;
   const connection = createRedis(config, 'worker');
   const workers: Worker[] = [];
   for (const q of queuesOf(role)) {
     const decl: QueueDecl = QUEUES[q];
     const kinds = jobsOn(q);
-    const runners = new Map<string, { key: JobName; run: JobRunner<unknown, C> }>();
-    for (const k of kinds) runners.set(JOBS[k].name, { key: k, run: (await JOBS[k].run()) as unknown as JobRunner<unknown, C> });
+    const runners = new Map<string, { key: JobName; run: JobRunner<unknown, RoleContexts[R]> }>();
+    for (const k of kinds) runners.set(JOBS[k].name, { key: k, run: (await JOBS[k].run()) as unknown as JobRunner<unknown, RoleContexts[R]> });
     // A queue with one kind of job runs it whatever name its producer gave it.
     const only = kinds.length === 1 ? runners.get(JOBS[kinds[0]!].name) : undefined;
     const w = new Worker(q, async (job: Job, token?: string) => {

@@ -39,7 +39,7 @@ function resumable(): Pick<QueueDecl, 'lockDuration' | 'stalledInterval' | 'maxS
 }
 
 /** What each role hands its jobs' run functions (built once by the role's worker process). */
-interface RoleContexts { 'webhook-worker': WebhookContext; 'email-worker': EmailContext; 'jobs-worker': JobsContext; 'log-worker': LogContext }
+export interface RoleContexts { 'webhook-worker': WebhookContext; 'email-worker': EmailContext; 'jobs-worker': JobsContext; 'log-worker': LogContext }
 type Ctx<Q extends QueueName> = RoleContexts[(typeof QUEUES)[Q]['role']];
 const job = <Q extends QueueName, S extends JobSchema>(d: JobDecl<Q, S, Ctx<Q>>): JobDecl<Q, S, Ctx<Q>> => d;
 const periodic = { removeOnComplete: true, removeOnFail: 100 } as const;
