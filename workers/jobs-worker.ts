@@ -1,8 +1,7 @@
 import { pathToFileURL } from 'node:url';
+import { runAlone } from './queue-process.js';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/log.js';
 import type { Config } from '../src/config.js';
 import type { Logger } from '../src/log.js';
 import type { SchemaTypes } from '../src/generated/types.js';
@@ -133,15 +132,4 @@ export async function startJobsWorker(config: Config, log: Logger, opts: { sched
 
 // `node dist/workers/jobs-worker.js`: run just this worker (used by the kill-mid-import test and for
 // running jobs apart from the supervisor). Configuration comes from the environment as usual.
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  // Not a top-level await: the table loads this module's run functions by import(), which would wait
-  // for this module's own evaluation to end.
-  void (async () => {
-    const config = loadConfig();
-    const running = await startJobsWorker(config, createLogger(config.logLevel, { role: 'jobs-worker' }));
-    process.send?.({ type: 'svc:ready' });
-    const stop = () => { void running.close().then(() => process.exit(0)); };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  })();
-}
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) void runAlone('jobs-worker');

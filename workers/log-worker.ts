@@ -1,12 +1,13 @@
 import { pathToFileURL } from 'node:url';
+import { runAlone } from './queue-process.js';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { loadConfig, type Config } from '../src/config.js';
+import type { Config } from '../src/config.js';
 import type { SchemaTypes } from '../src/generated/types.js';
 import { startConsumers } from '../src/jobs/consumers.js';
 import { JobQueues } from '../src/jobs/queues.js';
 import { REWRAP_ATTEMPTS } from '../src/jobs/table.js';
-import { createLogger, type Logger } from '../src/log.js';
+import type { Logger } from '../src/log.js';
 import { runArchive } from '../src/logging/archive.js';
 import { checkHealth, retireOverdue } from '../src/logging/destinations.js';
 import { runRewrap } from '../src/logging/rewrap.js';
@@ -110,15 +111,4 @@ export async function startLogWorker(config: Config, log: Logger, opts: { schedu
 }
 
 // `node dist/workers/log-worker.js`: run just this worker (used by the crash tests). Configuration from the environment.
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  // Not a top-level await: the table loads this module's run functions by import(), which would wait
-  // for this module's own evaluation to end.
-  void (async () => {
-    const config = loadConfig();
-    const running = await startLogWorker(config, createLogger(config.logLevel, { role: 'log-worker' }));
-    process.send?.({ type: 'svc:ready' });
-    const stop = () => { void running.close().then(() => process.exit(0)); };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  })();
-}
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) void runAlone('log-worker');

@@ -1,6 +1,6 @@
-import type { Config } from '../src/config.js';
+import { loadConfig, type Config } from '../src/config.js';
 import type { WorkerRole } from '../src/jobs/declare.js';
-import type { Logger } from '../src/log.js';
+import { createLogger, type Logger } from '../src/log.js';
 
 /** How each role's process starts: its consumers (from src/jobs/table.ts) and whatever else it runs (the webhook relay). */
 const STARTERS: Record<WorkerRole, (config: Config, log: Logger) => Promise<{ close(): Promise<void> }>> = {
@@ -30,4 +30,15 @@ export async function runQueueWorker(role: WorkerRole, config: Config, log: Logg
   // The supervisor is gone: end rather than run unmanaged beside the workers a restarted supervisor forks.
   if (process.connected) process.on('disconnect', () => void stop());
   process.on('SIGINT', () => void stop());
+}
+
+/**
+ * `node dist/workers/<role>.js`: one role's process without a supervisor (the crash tests fork these;
+ * also for running a role apart). Configuration comes from the environment as usual. Called without a
+ * top-level await: the jobs table loads the role's run functions from that same file by import(), which
+ * would otherwise wait for the file's own evaluation to end.
+ */
+export async function runAlone(role: WorkerRole): Promise<void> {
+  const config = loadConfig();
+  await runQueueWorker(role, config, createLogger(config.logLevel, { role }));
 }

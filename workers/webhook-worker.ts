@@ -1,8 +1,9 @@
 import { pathToFileURL } from 'node:url';
+import { runAlone } from './queue-process.js';
 import { DelayedError, type Job } from 'bullmq';
-import { loadConfig, type Config } from '../src/config.js';
+import type { Config } from '../src/config.js';
 import { OutboxRelay, type RelayOptions } from '../src/events/relay.js';
-import { createLogger, type Logger } from '../src/log.js';
+import type { Logger } from '../src/log.js';
 import { recordLogsInTx } from '../src/logging/pipeline.js';
 import { Store } from '../src/store/index.js';
 import { createSql } from '../src/store/sql.js';
@@ -105,15 +106,4 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { stor
 
 // `node dist/workers/webhook-worker.js`: run just this consumer and relay (used by crash tests and for
 // running delivery apart from the supervisor). Configuration comes from the environment as usual.
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  // Not a top-level await: the table loads this module's run functions by import(), which would wait
-  // for this module's own evaluation to end.
-  void (async () => {
-    const config = loadConfig();
-    const running = await startWebhookWorker(config, createLogger(config.logLevel, { role: 'webhook-worker' }));
-    process.send?.({ type: 'svc:ready' });
-    const stop = () => { void running.close().then(() => process.exit(0)); };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  })();
-}
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) void runAlone('webhook-worker');
