@@ -44,6 +44,8 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
     m.token_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.introspection_endpoint_auth_methods_supported = AUTH_METHODS;
     m.introspection_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
+    // RFC 9701 7: signed introspection answers, with the server's token signing key.
+    m.introspection_signing_alg_values_supported = [deps.config.tokenSigningAlg];
     m.revocation_endpoint_auth_methods_supported = AUTH_METHODS;
     m.revocation_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.access_token_signing_alg_values_supported = [deps.config.tokenSigningAlg];
