@@ -22,7 +22,7 @@ export function clientView(c: ClientRow): Record<string, unknown> {
     client_id: c.client_id, tenant_id: c.tenant_id, name: c.name, token_endpoint_auth_method: c.token_endpoint_auth_method,
     grant_types: c.grant_types, scopes: c.scopes, redirect_uris: c.redirect_uris, post_logout_redirect_uris: c.post_logout_redirect_uris,
     allowed_audiences: c.allowed_audiences, audience: c.audience, strict_validation: c.strict_validation, can_introspect: c.can_introspect,
-    first_party: c.first_party, dpop_bound_access_tokens: c.dpop_bound_access_tokens, access_token_ttl: c.access_token_ttl, refresh_token_ttl: c.refresh_token_ttl, jwks: c.jwks,
+    first_party: c.first_party, dpop_bound_access_tokens: c.dpop_bound_access_tokens, require_pushed_authorization_requests: c.require_pushed_authorization_requests, access_token_ttl: c.access_token_ttl, refresh_token_ttl: c.refresh_token_ttl, jwks: c.jwks,
     permissions: c.permissions, tenant_scopes: c.tenant_scopes, status: c.status, created_at: Number(c.created_at), updated_at: Number(c.updated_at),
   };
 }
@@ -86,7 +86,7 @@ export function clientRoutes(deps: Deps): Route[] {
             tenantId: ctx.tenantId, clientId: body.client_id, name: body.name, authMethod: method, grantTypes: body.grant_types,
             scopes: fields.scopes, redirectUris: fields.redirect_uris, postLogoutRedirectUris: fields.post_logout_redirect_uris,
             allowedAudiences: fields.allowed_audiences, audience: fields.audience ?? null, strictValidation: fields.strict_validation,
-            canIntrospect: fields.can_introspect, firstParty: fields.first_party, dpopBoundAccessTokens: fields.dpop_bound_access_tokens, accessTokenTtl: fields.access_token_ttl ?? null,
+            canIntrospect: fields.can_introspect, firstParty: fields.first_party, dpopBoundAccessTokens: fields.dpop_bound_access_tokens, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests, accessTokenTtl: fields.access_token_ttl ?? null,
             refreshTokenTtl: fields.refresh_token_ttl ?? null, jwks: fields.jwks ?? null, permissions: fields.permissions, tenantScopes: fields.tenant_scopes,
           });
           const row = (await store.clients.get(client.clientId))!;

@@ -2,8 +2,9 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { Forbidden, OAuthError, ServiceUnavailable } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Redis } from 'ioredis';
-import { decodeJwt, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { SigningAlg } from '../tokens/keys.js';
+import { algorithmsFor, importFor, registeredKey } from './registered-keys.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { refuseWhenSpent } from '../store/rate-limit.js';
 import type { Sql } from '../store/sql.js';
@@ -17,7 +18,6 @@ import { CLIENT_SECRET_FAILURES, failureBudgetKey, recordSecretFailure } from '.
 export { CLIENT_SECRET_FAILURES, failureBudgetKey } from './secret-failures.js';
 
 export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
-const ASSERTION_ALGS = new Set<SigningAlg>(['ES256', 'PS256', 'RS256']);
 /** Seconds an assertion may live (exp - now) and may be old (now - iat): its jti is remembered that long. */
 const ASSERTION_MAX_LIFETIME = 600;
 const ASSERTION_CLOCK_TOLERANCE = 5;
@@ -144,30 +144,6 @@ async function checkSecret(ctx: ClientAuthContext, req: HttpRequest, id: string,
   return client;
 }
 
-/** The algorithms a registered key may sign with: its own alg when it names one, else those its type allows. */
-function algorithmsFor(jwk: Record<string, unknown>): SigningAlg[] {
-  if (jwk.alg !== undefined) return ASSERTION_ALGS.has(jwk.alg as SigningAlg) ? [jwk.alg as SigningAlg] : [];
-  if (jwk.kty === 'RSA') return ['RS256', 'PS256'];
-  if (jwk.kty === 'EC' && jwk.crv === 'P-256') return ['ES256'];
-  return [];
-}
-
-// Imported keys per registered JWK object (the client cache hands out the same object until the client changes).
-const imported = new WeakMap<object, Map<string, Promise<Awaited<ReturnType<typeof importJWK>>>>>();
-function importFor(jwk: Record<string, unknown>, alg: string): Promise<Awaited<ReturnType<typeof importJWK>>> {
-  let byAlg = imported.get(jwk);
-  if (!byAlg) { byAlg = new Map(); imported.set(jwk, byAlg); }
-  let key = byAlg.get(alg);
-  if (!key) {
-    // Only the public members: a registered key never carries private ones, and importJWK must not see metadata.
-    const { kty, n, e, crv, x, y } = jwk as Record<string, string>;
-    key = importJWK({ kty, n, e, crv, x, y } as JWK, alg);
-    key.catch(() => byAlg!.delete(alg));
-    byAlg.set(alg, key);
-  }
-  return key;
-}
-
 /**
  * private_key_jwt (RFC 7523 2.2 and 3), verified with jose: iss = sub = the client, aud the endpoint or
  * the issuer, exp required and at most ASSERTION_MAX_LIFETIME ahead, nbf and iat not in the future, iat
@@ -181,12 +157,9 @@ async function checkAssertion(ctx: ClientAuthContext, assertion: string, claimed
   if (typeof id !== 'string' || unverified.iss !== id || (claimedId !== undefined && claimedId !== id)) throw invalid('The client assertion must have iss = sub = client_id.');
   const client = await ctx.clients.get(id);
   if (!client || client.authMethod !== 'private_key_jwt' || !client.jwks) throw invalid();
-  const keys = client.jwks.keys as Array<Record<string, unknown>>;
-  const jwk = header.kid === undefined ? (keys.length === 1 ? keys[0] : undefined) : keys.find((k) => k.kid === header.kid);
-  if (!jwk) throw invalid('Unknown assertion key.');
-  // Registered keys may carry a validity window (machine principal credentials' notBefore/expiresAt, in seconds).
   const now = Math.floor(Date.now() / 1000);
-  if ((typeof jwk.nbf === 'number' && jwk.nbf > now) || (typeof jwk.exp === 'number' && jwk.exp <= now)) throw invalid('The assertion key is not valid now.');
+  const jwk = registeredKey(client.jwks, header.kid, now);
+  if (!jwk) throw invalid('Unknown assertion key, or one not valid now.');
   const algorithms = algorithmsFor(jwk);
   if (!algorithms.includes(header.alg as SigningAlg)) throw invalid('Unsupported assertion algorithm.');
   let payload: JWTPayload;

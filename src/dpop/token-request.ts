@@ -5,6 +5,7 @@ import type { HttpRequest } from '../http/request.js';
 import { redisKeys } from '../store/redis-keys.js';
 import type { TenantProfile } from '../tenants/settings-cache.js';
 import { sha256b64url } from '../tokens/secrets.js';
+import { requirementsFor } from '../tenants/security-profile.js';
 import { DpopNonces } from './nonce.js';
 import { peekProof, PROOF_MAX_AGE, PROOF_MAX_SKEW, verifyProof } from './proof.js';
 
@@ -28,7 +29,7 @@ export interface PendingProof {
 export class DpopAtEndpoint {
   private readonly nonces: DpopNonces;
 
-  constructor(private readonly redis: Redis, secret: Buffer, private readonly htu: string) {
+  constructor(private readonly redis: Redis, secret: Buffer, private readonly htu: string, private readonly htm = 'POST') {
     this.nonces = new DpopNonces(secret);
   }
 
@@ -47,12 +48,12 @@ export class DpopAtEndpoint {
    * The proof's key, or undefined without a proof (refused when the client or its tenant requires DPoP).
    * Throws invalid_dpop_proof for a bad or replayed proof, use_dpop_nonce when the tenant asks for nonces.
    */
-  async finish(pending: PendingProof | undefined, client: Client, tenant: TenantProfile): Promise<{ jkt: string } | undefined> {
+  async finish(pending: PendingProof | undefined, client: Client, tenant: TenantProfile, required = requirementsFor(client, tenant.settings).dpop): Promise<{ jkt: string } | undefined> {
     if (!pending) {
-      if (client.dpopBoundAccessTokens || tenant.settings.require_dpop === true) throw new OAuthError('invalid_dpop_proof', 'This client must send a DPoP proof (RFC 9449).');
+      if (required) throw new OAuthError('invalid_dpop_proof', 'This client must send a DPoP proof (RFC 9449).');
       return undefined;
     }
-    const v = await verifyProof(pending.proof, { htm: 'POST', htu: this.htu });
+    const v = await verifyProof(pending.proof, { htm: this.htm, htu: this.htu });
     if (tenant.settings.dpop_nonce === true && !this.nonces.valid(client.tenantId, v.nonce)) throw new UseDpopNonce(this.nonces.current(client.tenantId));
     // The replay record was written under the client the request claimed; a proof is that client's only.
     if (pending.scope !== client.clientId || pending.fresh === undefined) throw new OAuthError('invalid_dpop_proof', 'The DPoP proof is invalid.');

@@ -1,3 +1,4 @@
+import { dropPushed } from './authorize/pushed.js';
 import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import type { Reply } from '../http/types.js';
@@ -23,6 +24,8 @@ export async function completeAuthorization(deps: Deps, client: Client, req: Aut
     tenantId: client.tenantId, clientId: client.clientId, redirectUri: req.redirectUri, redirectUriGiven: req.redirectUriGiven, scope: req.scope,
     nonce: req.nonce, codeChallenge: req.codeChallenge, ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}), userId: session.userId, email: session.email, authTime: session.authTime,
   });
+  // RFC 9126 4: a pushed request is used once; until its code is issued, reloading the login page works.
+  if (req.pushedId !== undefined) await dropPushed(deps.redis, req.pushedId);
   return { kind: 'redirect', reply: redirectTo(req.redirectUri, deps.config.issuer, { code, state: req.state }, status) };
 }
 

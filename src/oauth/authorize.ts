@@ -13,6 +13,8 @@ import { originOf, redirectTo } from '../login/redirect.js';
 import { failure, wantsJson } from '../login/respond.js';
 import { readSession, type Session } from '../login/sessions.js';
 import { NO_STORE } from './params.js';
+import { resolveRequest } from '../login/authorize/resolve-request.js';
+import { requirementsFor } from '../tenants/security-profile.js';
 
 /**
  * GET /authorize (steps 1 and 4 of the login flow). Checks run as small named steps: client and
@@ -26,13 +28,19 @@ export function authorizeRoutes(deps: Deps): Route[] {
 
   async function handle(req: HttpRequest): Promise<Reply> {
     const json = wantsJson(req);
-    const q = (req.queryData ?? {}) as Query;
+    let q: Query;
+    let pushedId: string | undefined;
     let target;
-    try { target = await trustedTarget(deps, q); } catch (err) { return failure(err, json); }
+    try {
+      ({ q, pushedId } = await resolveRequest(deps, (req.queryData ?? {}) as Query));
+      target = await trustedTarget(deps, q);
+    } catch (err) { return failure(err, json); }
     const { client } = target;
     let areq: AuthorizationRequest;
     try {
-      areq = validateRequest(client, target, q);
+      const need = requirementsFor(client, (await deps.tokens.tenantSettings.get(client.tenantId)).settings);
+      if (need.par && pushedId === undefined) throw new RedirectableError('invalid_request', 'This application must push its authorization requests to the pushed authorization request endpoint (RFC 9126).');
+      areq = validateRequest(client, target, q, need, pushedId);
     } catch (err) {
       if (!(err instanceof RedirectableError)) throw err;
       const state = typeof q.state === 'string' && q.state !== '' ? q.state : undefined;

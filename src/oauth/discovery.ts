@@ -38,12 +38,20 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
       m.scopes_supported = ['openid', 'email', 'offline_access'];
       m.claims_supported = ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified'];
       m.prompt_values_supported = [...PROMPT_VALUES];
+      // RFC 9126 5 and RFC 9101 10.1: pushed requests and signed request objects.
+      m.pushed_authorization_request_endpoint = `${issuer}/par`;
+      m.require_pushed_authorization_requests = false;
+      m.request_parameter_supported = true;
+      m.request_uri_parameter_supported = false;
+      m.request_object_signing_alg_values_supported = ['ES256', 'PS256', 'RS256'];
     }
     // Public clients (auth method none) exist only for the authorization code flow, with PKCE; listed last.
     m.token_endpoint_auth_methods_supported = has('/authorize') ? [...AUTH_METHODS, 'none'] : AUTH_METHODS;
     m.token_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.introspection_endpoint_auth_methods_supported = AUTH_METHODS;
     m.introspection_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
+    // RFC 9701 7: signed introspection answers, with the server's token signing key.
+    m.introspection_signing_alg_values_supported = [deps.config.tokenSigningAlg];
     m.revocation_endpoint_auth_methods_supported = AUTH_METHODS;
     m.revocation_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.access_token_signing_alg_values_supported = [deps.config.tokenSigningAlg];

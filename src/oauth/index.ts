@@ -5,6 +5,7 @@ import { authorizeRoutes } from './authorize.js';
 import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
+import { parRoutes } from './par.js';
 import { revokeRoutes } from './revoke.js';
 import { tokenRoutes } from './token.js';
 import { userinfoRoutes } from './userinfo.js';
@@ -17,6 +18,7 @@ export function oauthRoutes(deps: Deps, router: () => Router): Route[] {
   return [
     ...discoveryRoutes(deps, router),
     ...authorizeRoutes(deps),
+    ...parRoutes(deps),
     ...userinfoRoutes(deps),
     ...logoutRoutes(deps),
     ...tokenRoutes(deps),

@@ -2,7 +2,7 @@ import { sha256b64url } from '../tokens/secrets.js';
 import type { Client } from '../clients/model.js';
 import { authenticateClient, claimedClientId, clientAuthContext, failureBudgetKey } from '../clients/authenticate.js';
 import type { Deps } from '../deps.js';
-import { OAuthError } from '../errors.js';
+import { OAuthError, Overloaded } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { decodeJwt } from 'jose';
 import { JwtError, type JwtPayload } from '../tokens/jwt.js';
@@ -13,6 +13,12 @@ import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-token
 import { NO_STORE, type Form } from './params.js';
 
 const INACTIVE = '{"active":false}';
+const INTROSPECTION_JWT = 'application/token-introspection+jwt';
+
+/** A signed answer when the client asks for one (Accept, RFC 9701 4); plain JSON otherwise. */
+function wantsJwt(accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes(INTROSPECTION_JWT);
+}
 const CACHE_TTL = 60;
 // Clock tolerance is for tokens minted elsewhere; ours expire exactly at exp, cached answers included.
 const unexpired = (claims: JwtPayload) => Number(claims.exp) * 1000 > Date.now();
@@ -81,9 +87,26 @@ export function introspectRoutes(deps: Deps): Route[] {
     return JSON.stringify({ active: true, sub: r.sub, scope: r.scope, client_id: r.client_id, token_type: 'refresh_token', exp: Math.floor(Number(r.expires_at) / 1000), iss: deps.config.issuer, tenant: r.tenant_id });
   }
 
+  /**
+   * RFC 9701: the answer as a JWT signed with the server's key, for the introspecting client (aud is its
+   * client_id, which openid-client and oauth4webapi check). Signing goes through the signing pool and its
+   * admission, so a flood of signed introspections is refused at once rather than queued; the plain JSON
+   * answer stays the fast path.
+   */
+  async function signedReply(rs: Client, answer: string) {
+    const signer = tokens.signer;
+    if (!signer.admit()) throw new Overloaded();
+    try {
+      const jwt = await signer.sign({ typ: 'token-introspection+jwt' }, {
+        iss: deps.config.issuer, aud: rs.clientId, iat: Math.floor(Date.now() / 1000), token_introspection: JSON.parse(answer) as Record<string, unknown>,
+      });
+      return { headers: NO_STORE, type: INTROSPECTION_JWT, body: jwt };
+    } finally { signer.release(); }
+  }
+
   return [{
     method: 'POST', path: '/introspect', iface: 'oauth', body: 'form', bodySchema: 'form.introspect',
-    doc: { summary: 'Token introspection (RFC 7662) with revocation check and strictValidation', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.introspection-response' }, errors: [400, 401, 403, 503] },
+    doc: { summary: 'Token introspection (RFC 7662) with revocation check and strictValidation; with Accept: application/token-introspection+jwt a signed JWT answer (RFC 9701)', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.introspection-response' }, errors: [400, 401, 403, 503] },
     handler: async (req) => {
       const form = req.data as Form;
       const token = form.token as string;
@@ -98,6 +121,7 @@ export function introspectRoutes(deps: Deps): Route[] {
       if (!rs.canIntrospect) throw new OAuthError('unauthorized_client', 'The client may not introspect tokens.', 403);
       const answer = refresh ? await introspectRefresh(rs, token) : await introspectJwt(rs, token, rs.clientId === claimed ? ahead : undefined);
       deps.logs?.tokenDecision(rs.tenantId, { decision: 'introspect', client_id: rs.clientId, active: answer !== INACTIVE, token_kind: refreshFirst ? 'refresh_token' : 'access_token' });
+      if (wantsJwt(req.headers.accept)) return signedReply(rs, answer);
       return reply(answer);
     },
   }];

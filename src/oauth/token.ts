@@ -1,5 +1,6 @@
 import { servingStatus } from '../tenants/settings-cache.js';
 import { DpopAtEndpoint } from '../dpop/token-request.js';
+import { requirementsFor } from '../tenants/security-profile.js';
 import type { Deps } from '../deps.js';
 import { OAuthError, Overloaded } from '../errors.js';
 import type { FormToken } from '../generated/types.js';
@@ -53,8 +54,10 @@ export function tokenRoutes(deps: Deps): Route[] {
         // would otherwise accept them. Read from the per-process cache, evicted by pub/sub on suspend.
         const tenant = await deps.tokens.tenantSettings.get(client.tenantId);
         if (!servingStatus(tenant.status)) throw new OAuthError('unauthorized_client', "The client's tenant is suspended.");
+        const need = requirementsFor(client, tenant.settings);
+        if (need.privateKeyJwt && client.authMethod !== 'private_key_jwt') throw new OAuthError('invalid_client', 'This tenant\'s security profile (FAPI 2.0) requires private_key_jwt client authentication.');
         try {
-          const binding = await dpop.finish(proof, client, tenant);
+          const binding = await dpop.finish(proof, client, tenant, need.dpop);
           const issued = await grant.handle(deps, client, grantInput(grant, body), ahead, binding);
           deps.logs?.tokenDecision(client.tenantId, { decision: 'issue', client_id: client.clientId, grant_type: body.grant_type, issued: true });
           const nonce = binding && dpop.nonceFor(client, tenant);

@@ -91,6 +91,8 @@ export const redisKeys = {
    * `:issued` and reads `:replayed` in another, so the four must share a slot.
    */
   authCode: (codeHash: string) => `ac:{${codeHash}}`,
+  /** A pushed authorization request (RFC 9126), by the hash of its request_uri, for 60 s or until its code is issued. Used alone; no tag needed. */
+  pushedRequest: (uriHash: string) => `par:${uriHash}`,
   authCodeUsed: (codeHash: string) => `ac:{${codeHash}}:used`,
   authCodeIssued: (codeHash: string) => `ac:{${codeHash}}:issued`,
   authCodeReplayed: (codeHash: string) => `ac:{${codeHash}}:replayed`,

@@ -1,5 +1,6 @@
 import type { Client } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
+import type { Requirements } from '../../tenants/security-profile.js';
 import { checkClient } from './check-client.js';
 import { checkPkce } from './check-pkce.js';
 import { checkPrompt } from './check-prompt.js';
@@ -20,10 +21,10 @@ export async function trustedTarget(deps: Deps, q: Query): Promise<{ client: Cli
 }
 
 /** The remaining checks, in order; each throws RedirectableError, which goes back to the redirect URI. */
-export function validateRequest(client: Client, target: { redirectUri: string; given: boolean }, q: Query): AuthorizationRequest {
+export function validateRequest(client: Client, target: { redirectUri: string; given: boolean }, q: Query, need: Pick<Requirements, 'pkce'> = { pkce: client.authMethod === 'none' }, pushedId?: string): AuthorizationRequest {
   checkResponseType(client, q);
   const scope = checkScope(client, q);
-  const codeChallenge = checkPkce(client, q);
+  const codeChallenge = checkPkce(client, q, need.pkce);
   const { prompt, maxAge } = checkPrompt(q);
   const bad = (m: string) => new RedirectableError('invalid_request', m);
   const dpopJkt = param(q, 'dpop_jkt', bad);
@@ -31,6 +32,6 @@ export function validateRequest(client: Client, target: { redirectUri: string; g
   return {
     tenantId: client.tenantId, clientId: client.clientId, redirectUri: target.redirectUri, redirectUriGiven: target.given,
     scope, state: param(q, 'state', bad), nonce: param(q, 'nonce', bad), codeChallenge, prompt, maxAge, loginHint: param(q, 'login_hint', bad),
-    ...(dpopJkt !== undefined ? { dpopJkt } : {}),
+    ...(dpopJkt !== undefined ? { dpopJkt } : {}), ...(pushedId !== undefined ? { pushedId } : {}),
   };
 }
