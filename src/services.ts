@@ -14,6 +14,7 @@ import { RevocationStore } from './tokens/revocation.js';
 import { deriveKey } from './tokens/secrets.js';
 import { ShardingCache } from './tokens/sharding.js';
 import { Signer } from './tokens/signer.js';
+import { StatusLists } from './tokens/status-list.js';
 
 /**
  * Everything token endpoints use, created once per HTTP process. It lives here, with the process's
@@ -23,6 +24,7 @@ import { Signer } from './tokens/signer.js';
 export interface TokenServices {
   keys: KeyRing;
   signer: Signer;
+  statusLists: StatusLists;
   sharding: ShardingCache;
   revocations: RevocationStore;
   clients: ClientCache;
@@ -96,9 +98,11 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   keyTimer.unref();
   own('key ring reload', () => clearInterval(keyTimer));
   let closing: Promise<void> | undefined;
+  const accessTokens = new AccessTokens(config, keys, signer, sharding);
+  const statusLists = new StatusLists(sql, config.issuer, tenantSettings, signer);
+  accessTokens.statusLists = statusLists;
   return {
-    keys, signer, sharding, revocations, clients, tenantSettings, plugins,
-    accessTokens: new AccessTokens(config, keys, signer, sharding),
+    keys, signer, sharding, revocations, clients, tenantSettings, plugins, statusLists, accessTokens,
     secretKey: deriveKey(config.keyEncryptionKey, 'client-secrets'),
     close: () => (closing ??= (async () => { for (const c of closers.reverse()) await c(); })()),
   };

@@ -6,6 +6,7 @@ import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
 import { parRoutes } from './par.js';
+import { statusListRoutes } from './status-lists.js';
 import { revokeRoutes } from './revoke.js';
 import { tokenRoutes } from './token.js';
 import { userinfoRoutes } from './userinfo.js';
@@ -24,5 +25,6 @@ export function oauthRoutes(deps: Deps, router: () => Router): Route[] {
     ...tokenRoutes(deps),
     ...introspectRoutes(deps),
     ...revokeRoutes(deps),
+    ...statusListRoutes(deps),
   ];
 }

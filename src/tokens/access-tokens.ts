@@ -4,6 +4,7 @@ import { checkClaims, checkHeader, decodeJwt, JwtError, keyOf, TOKEN_TYPES, veri
 import type { KeyRing } from './keys.js';
 import type { ShardingCache } from './sharding.js';
 import type { Signer } from './signer.js';
+import { withStatusIdx, type StatusLists } from './status-list.js';
 
 export interface AccessTokenInput {
   tenant: string;
@@ -22,6 +23,8 @@ export interface IssuedToken { token: string; jti: string; iat: number; exp: num
 export class AccessTokens {
   /** What every access token is checked against; built once, not per verification. */
   private readonly opts: { typ: string; issuer: string; expiryTolerance: number };
+  /** Set where tenants may turn token status lists on (src/services.ts); absent, no token carries a status. */
+  statusLists: StatusLists | undefined;
 
   constructor(private readonly config: Config, private readonly ring: KeyRing, private readonly signer: Signer, private readonly sharding: ShardingCache) {
     // Our own tokens expire at exp, wherever they are presented (introspection, exchange, Bearer APIs).
@@ -32,10 +35,20 @@ export class AccessTokens {
     const iat = Math.floor(Date.now() / 1000);
     const exp = iat + t.ttlSeconds;
     const g = this.sharding.current(t.clientId);
-    const jti = newJti(g.generation, this.config.region, g.shardCount);
+    let jti = newJti(g.generation, this.config.region, g.shardCount);
+    // The tenant's setting is cached: a tenant without status lists costs a Map lookup, no await.
+    const lists = this.statusLists;
+    const on = lists?.enabled(t.tenant);
+    let status: unknown;
+    if (on === true || (on instanceof Promise && await on)) {
+      const idx = await lists!.allocate(t.tenant);
+      jti = withStatusIdx(jti, idx);
+      status = lists!.claim(t.tenant, idx);
+    }
     const payload: JwtPayload = {
       iss: this.config.issuer, sub: t.sub, aud: t.aud, exp, iat, jti, client_id: t.clientId, scope: t.scope, tenant: t.tenant, ...t.extra,
     };
+    if (status !== undefined) payload.status = status;
     const token = await this.signer.sign({ typ: TOKEN_TYPES.access }, payload);
     return { token, jti, iat, exp };
   }

@@ -1,3 +1,4 @@
+import { statusIdxOf } from './status-list.js';
 import type { ChainableCommander, Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -185,7 +186,8 @@ export class RevocationStore {
     const key = RevocationStore.jtiKey(jti);
     if (!key) return;
     const expMs = expSeconds * 1000;
-    await this.sql`insert into revocations (jti, tenant_id, expires_at) values (${jti}, ${tenant}, ${expMs}) on conflict (jti) do nothing`;
+    // A token's status-list index (src/tokens/status-list.ts) is kept with its revocation: lists are built from here.
+    await this.sql`insert into revocations (jti, tenant_id, expires_at, status_idx) values (${jti}, ${tenant}, ${expMs}, ${statusIdxOf(jti) ?? null}) on conflict (jti) do nothing`;
     if (expMs - Date.now() > 0) await this.writeRedis(key, (p) => { p.set(key, '1', 'PX', Math.max(1, expMs - Date.now())); });
   }
 
