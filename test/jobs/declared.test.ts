@@ -6,7 +6,9 @@ import { schemas } from '../../src/generated/index.js';
 import { WORKER_ROLES } from '../../src/jobs/declare.js';
 import { JobQueues } from '../../src/jobs/queues.js';
 import { JOBS, QUEUES, type JobName } from '../../src/jobs/table.js';
+import { createLogger } from '../../src/log.js';
 import { testConfig } from '../helpers/env.js';
+import { waitFor } from '../helpers/processes.js';
 
 // The jobs table (src/jobs/table.ts) is the one place background work is declared. This file fails when
 // a job is produced but consumed nowhere, consumed but produced nowhere (no producer call and no
@@ -59,6 +61,9 @@ t.test('nothing produces, consumes or schedules BullMQ jobs around the table', a
     .replace(/import type [^;]+;/g, '')))
     .map((s) => s.file);
   t.same(around, [], 'files that open BullMQ queues or workers themselves');
+  const consuming = sources.filter((s) => /\bstartConsumers\(/.test(s.text) && !s.file.startsWith('src/jobs/')).map((s) => s.file);
+  t.ok(consuming.length >= 4, `consumers are started in ${consuming.join(', ')}`);
+  t.same(consuming.filter((f) => !f.startsWith('workers/')), [], 'only worker processes start consumers (never an HTTP process)');
 });
 
 t.test('data a job\'s schema refuses is refused when it is added, before anything reaches Redis', async (t) => {
@@ -66,4 +71,23 @@ t.test('data a job\'s schema refuses is refused when it is added, before anythin
   t.teardown(() => jobs.close());
   await t.rejects(jobs.add('user-job', { tenantId: 't', jobId: 'j', kind: 'delete' } as never), { name: 'TypeError', message: /job user-job: data refused by jobs.user-job \(\/kind/ });
   await t.rejects(jobs.add('webhook-delivery', { tenantId: 't', deliveryId: 'd' } as never), { name: 'TypeError', message: /jobs.webhook-delivery/ });
+});
+
+t.test('a job whose data its schema refuses fails for good when consumed, without being run', async (t) => {
+  // Nothing listens on this SMTP port: a job that got as far as sending would fail and be retried instead.
+  const config = testConfig({ SMTP_URL: 'smtp://127.0.0.1:9' });
+  const jobs = new JobQueues(config);
+  const { startEmailWorker } = await import('../../workers/email-worker.js');
+  const worker = await startEmailWorker(config, createLogger('silent'));
+  t.teardown(async () => { await worker.close(); await jobs.close(); });
+  // Added around the producer's check, as an old or foreign producer could.
+  const job = await jobs.queue('email').add('login_code', { template: 'login_code', tenantId: 't', to: 'a@example.com' }, { attempts: 5 });
+  let failed: { reason: string; attempts: number; state: string } | undefined;
+  await waitFor(async () => {
+    if ((await jobs.queue('email').getJobState(job.id!)) !== 'failed') return false;
+    const j = (await jobs.queue('email').getJob(job.id!))!;
+    failed = { reason: j.failedReason, attempts: j.attemptsMade, state: 'failed' };
+    return true;
+  }, 10_000);
+  t.same(failed, { reason: 'job data refused by jobs.email', attempts: 1, state: 'failed' }, 'failed at its first attempt, not retried');
 });
