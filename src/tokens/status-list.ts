@@ -1,6 +1,5 @@
 import { deflateSync } from 'node:zlib';
 import type { Sql } from '../store/sql.js';
-import type { TenantSettingsCache } from '../tenants/settings-cache.js';
 import { parseJti } from './jti.js';
 import type { Signer } from './signer.js';
 
@@ -40,6 +39,11 @@ export function withStatusIdx(jti: string, idx: number): string {
 }
 
 // Status bits are read least significant bit first (draft section 4.1); built here one byte at a time.
+/** Where a tenant's cached settings come from (the tenant settings cache; named here so tokens/ does not import tenants/). */
+interface SettingsSource {
+  get(tenant: string): { settings: { status_list?: boolean } } | Promise<{ settings: { status_list?: boolean } }>;
+}
+
 export interface StatusClaim { status_list: { idx: number; uri: string } }
 
 export class StatusLists {
@@ -47,7 +51,7 @@ export class StatusLists {
   private readonly allocating = new Map<string, Promise<number>>();
   private readonly built = new Map<string, { at: number; token: Promise<string> }>();
 
-  constructor(private readonly sql: Sql, private readonly issuer: string, private readonly settings: TenantSettingsCache, private readonly signer: Signer) {}
+  constructor(private readonly sql: Sql, private readonly issuer: string, private readonly settings: SettingsSource, private readonly signer: Signer) {}
 
   uri(tenant: string, list: number): string {
     return `${this.issuer}/statuslists/${encodeURIComponent(tenant)}/${list}`;
