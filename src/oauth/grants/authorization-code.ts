@@ -1,6 +1,6 @@
 import { refreshTtl } from '../../tenants/settings-cache.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { adminClaimsFor } from '../../admin/user-claims.js';
+import { adminClaimsFor } from '../../tokens/user-claims.js';
 import { GRANT } from '../../clients/model.js';
 import { declareEvents } from '../../events/declare.js';
 import type { Deps } from '../../deps.js';

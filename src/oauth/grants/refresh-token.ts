@@ -1,4 +1,4 @@
-import { adminClaimsFor } from '../../admin/user-claims.js';
+import { adminClaimsFor } from '../../tokens/user-claims.js';
 import { GRANT } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
