@@ -18,6 +18,7 @@ export const CPU_SCENARIOS: Record<string, () => Scenario> = {
   'introspection-miss': () => VARIANTS['introspection-miss']!,
   'token-exchange': () => SCENARIOS['token-exchange']!,
   'client-credentials': () => SCENARIOS['client-credentials']!,
+  'client-credentials-dpop': () => VARIANTS['client-credentials-dpop']!,
 };
 
 export async function runCpu(lg: LoadGen, t: Target, o: Opts): Promise<ScenarioRun[]> {

@@ -63,8 +63,8 @@ export async function http(url: string, init: RequestInit & { timeoutMs?: number
   }
 }
 
-export function postForm(url: string, form: Record<string, string>, auth?: string): Promise<HttpAnswer> {
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+export function postForm(url: string, form: Record<string, string>, auth?: string, extra: Record<string, string> = {}): Promise<HttpAnswer> {
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', ...extra };
   if (auth) headers.authorization = auth;
   return http(url, { method: 'POST', headers, body: new URLSearchParams(form).toString() });
 }

@@ -1,4 +1,5 @@
 import { clientCredentials } from './client-credentials.js';
+import { clientCredentialsDpop } from './client-credentials-dpop.js';
 import { introspection, introspectionOnly } from './introspection.js';
 import { introspectionMix } from './introspection-mix.js';
 import { login } from './login.js';
@@ -17,4 +18,5 @@ export const SCENARIOS: Record<string, Scenario> = {
 export const VARIANTS: Record<string, Scenario> = {
   'introspection-hit': introspectionOnly('hit'),
   'introspection-miss': introspectionOnly('miss'),
+  'client-credentials-dpop': clientCredentialsDpop,
 };
