@@ -2,7 +2,8 @@ import type { Deps } from '../deps.js';
 import { Conflict, Forbidden, NotFound, ValidationError } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { readChunk } from '../logging/archive.js';
-import { retireOverdue, safeRelativeDir, storeCredential } from '../logging/destinations.js';
+import { applyCredentialChanges, retireOverdue, safeRelativeDir, storeCredential } from '../logging/destinations.js';
+import { decide, type CredentialEvent } from '../logging/credential-states.js';
 import { retireIfUnused, rotateRegistry } from '../logging/rewrap.js';
 import { decodeCursor, page } from '../store/cursor.js';
 import { generateSecret } from '../webhooks/secret-box.js';
@@ -94,13 +95,16 @@ export function loggingRoutes(deps: Deps): Route[] {
     return d;
   }
 
-  /** A destination (locked) with its credentials and the prepared one, or 409 when none is prepared. */
-  async function preparedCredential(repo: LogArchiveRepository, id: string) {
+  /**
+   * Decides `event` for a destination (locked, overdue credentials retired first) and writes the
+   * decision's credential changes; 409 when the move needs a prepared credential and none is.
+   */
+  async function rotate(repo: LogArchiveRepository, id: string, event: CredentialEvent) {
     const d = await mustDestination(repo, id, true);
-    const creds = await repo.credentials(d.id);
-    const next = creds.find((c) => c.status === 'next');
-    if (!next) throw new Conflict('conflict', 'No credential is prepared.');
-    return { d, creds, next };
+    const decision = decide({ rotation_state: d.rotation_state, credentials: await repo.credentials(d.id) }, event);
+    if (decision.kind === 'refused') throw new Conflict('conflict', 'No credential is prepared.');
+    await applyCredentialChanges(repo, d.id, decision.changes);
+    return { d, decision };
   }
 
   /** The filesystem destination named by `move_to`: enabled, not the one leaving, and able to hold its chunks (a platform destination's chunks only on a platform one). */
@@ -252,13 +256,11 @@ export function loggingRoutes(deps: Deps): Route[] {
         const backend = body.backend ?? 'encrypted_object_store';
         const out = await mutate(async (_tx, store) => {
           const repo = store.logArchive;
-          const d = await mustDestination(repo, params.id!, true);
-          const creds = await repo.credentials(d.id);
-          for (const c of creds) if (c.status === 'next') await repo.setCredential(d.id, c.version, { status: 'aborted' });
-          const version = Math.max(0, ...creds.map((c) => c.version)) + 1;
+          const { d, decision } = await rotate(repo, params.id!, { kind: 'prepare' });
+          const version = decision.insert!;
           const stored = await storeCredential(config, ctx.tenantId, d.id, version, backend, secret);
           await repo.insertCredential({ destination_id: d.id, version, status: 'next', backend, content_type: body.content_type ?? null, ...stored });
-          const next = (await repo.updateDestination(d.id, { rotation_state: 'prepared' }))!;
+          const next = (await repo.updateDestination(d.id, { rotation_state: decision.rotation_state! }))!;
           const res = mutationResult(next, await repo.credentials(d.id));
           return { result: res, metadata: { version, backend, field: given[0] }, after: res.result };
         });
@@ -272,18 +274,10 @@ export function loggingRoutes(deps: Deps): Route[] {
       handler: async ({ params, mutate }) => {
         const out = await mutate(async (_tx, store) => {
           const repo = store.logArchive;
-          const { d, creds, next } = await preparedCredential(repo, params.id!);
-          const now = Date.now();
-          for (const c of creds) {
-            if (c.status === 'previous') await repo.setCredential(d.id, c.version, { status: 'retired', retired_at: now });
-            if (c.status === 'current') await repo.setCredential(d.id, c.version, { status: 'previous', retire_after: now + config.logCredentialOverlapMs });
-          }
-          await repo.setCredential(d.id, next.version, { status: 'current', activated_at: now });
-          const hadCurrent = creds.some((c) => c.status === 'current');
-          const row = (await repo.updateDestination(d.id, { rotation_state: hadCurrent && config.logCredentialOverlapMs > 0 ? 'overlap' : 'idle' }))!;
-          if (config.logCredentialOverlapMs === 0) await retireOverdue(repo, row, now);
-          const res = mutationResult((await repo.destination(d.id))!, await repo.credentials(d.id));
-          return { result: res, metadata: { version: next.version }, after: res.result };
+          const { d, decision } = await rotate(repo, params.id!, { kind: 'activate', now: Date.now(), overlapMs: config.logCredentialOverlapMs });
+          const row = (await repo.updateDestination(d.id, { rotation_state: decision.rotation_state! }))!;
+          const res = mutationResult(row, await repo.credentials(d.id));
+          return { result: res, metadata: { version: decision.changes.find((c) => c.status === 'current')!.version }, after: res.result };
         });
         return { body: out };
       },
@@ -295,11 +289,10 @@ export function loggingRoutes(deps: Deps): Route[] {
       handler: async ({ params, mutate }) => {
         const out = await mutate(async (_tx, store) => {
           const repo = store.logArchive;
-          const { d, creds, next } = await preparedCredential(repo, params.id!);
-          await repo.setCredential(d.id, next.version, { status: 'aborted' });
-          const row = (await repo.updateDestination(d.id, { rotation_state: creds.some((c) => c.status === 'previous') ? 'overlap' : 'idle' }))!;
+          const { d, decision } = await rotate(repo, params.id!, { kind: 'abort' });
+          const row = (await repo.updateDestination(d.id, { rotation_state: decision.rotation_state! }))!;
           const res = mutationResult(row, await repo.credentials(d.id));
-          return { result: res, metadata: { version: next.version }, after: res.result };
+          return { result: res, metadata: { version: decision.changes[0]!.version }, after: res.result };
         });
         return { body: out };
       },

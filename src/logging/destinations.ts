@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { CredentialRow, DestinationRow, LogArchiveRepository } from '../store/log-archive.js';
 import { openSecret, sealSecret } from '../webhooks/secret-box.js';
 import { postWebhook } from '../webhooks/sender.js';
+import { decide, type CredentialChange } from './credential-states.js';
 
 /** A relative directory under LOG_ARCHIVE_DIR: administrators cannot make the archive write elsewhere. */
 export function safeRelativeDir(dir: string): boolean {
@@ -76,15 +77,16 @@ export async function openCredential(config: Config, c: CredentialRow): Promise<
  * Run on every read of the credentials and by the periodic health check: the clock is the caller's `now`.
  */
 export async function retireOverdue(repo: LogArchiveRepository, d: DestinationRow, now: number): Promise<boolean> {
-  let changed = false;
-  for (const c of await repo.credentials(d.id)) {
-    if (c.status === 'previous' && c.retire_after !== null && Number(c.retire_after) <= now) {
-      await repo.setCredential(d.id, c.version, { status: 'retired', retired_at: now });
-      changed = true;
-    }
-  }
-  if (changed && d.rotation_state === 'overlap') await repo.updateDestination(d.id, { rotation_state: 'idle' });
-  return changed;
+  const decision = decide({ rotation_state: d.rotation_state, credentials: await repo.credentials(d.id) }, { kind: 'expire', now });
+  if (decision.kind !== 'apply') return false;
+  await applyCredentialChanges(repo, d.id, decision.changes);
+  if (decision.rotation_state) await repo.updateDestination(d.id, { rotation_state: decision.rotation_state });
+  return decision.changes.length > 0;
+}
+
+/** Writes a decision's credential changes (src/logging/credential-states.ts). */
+export async function applyCredentialChanges(repo: LogArchiveRepository, destinationId: string, changes: readonly CredentialChange[]): Promise<void> {
+  for (const { version, ...change } of changes) await repo.setCredential(destinationId, version, change);
 }
 
 /** The signing secrets of an http_sink: the current one, and the previous one during the overlap. */
