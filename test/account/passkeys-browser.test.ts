@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../helpers/browser.js';
 import { providerOf } from '../../src/account/passkeys/providers.js';
 import { createClient } from '../../src/clients/create.js';
 import { GRANT } from '../../src/clients/model.js';
@@ -22,7 +23,6 @@ import { codeFor, uniqueEmail } from '../login/fixtures.js';
 // transport, resident keys, user verification): sign in by email, add a passkey on /account, rename it
 // (page and PATCH), sign out, sign in with the passkey through /authorize, withdraw an application's
 // access. WebAuthn needs a domain, not an IP address, so this server's issuer is http://localhost:<port>.
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = path.resolve('.data/screenshots');
 if (!fs.existsSync(CHROMIUM)) {
   t.plan(0, 'Chromium is not installed (apt-get install chromium)');
@@ -33,7 +33,7 @@ if (!fs.existsSync(CHROMIUM)) {
   const worker = await startEmailWorker(srv.config, createLogger('silent'));
   const tenant = await setupTenant(srv, 'passkeys');
   const base = srv.config.issuer;
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser: Browser = await launchChromium();
   t.teardown(async () => { await browser.close(); await worker.close(); await srv.close(); await closeLogin(srv.deps); await sink.close(); });
   fs.mkdirSync(SHOTS, { recursive: true });
   const web = tenant.clients.web;

@@ -3,19 +3,19 @@ import type { webcrypto } from 'node:crypto';
 import t from 'tap';
 import { generateKeyPair } from 'jose';
 import * as oidc from 'openid-client';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../helpers/browser.js';
 import { decodeJwt } from 'jose';
 import { codeFor, startLoginEnv, uniqueEmail } from './fixtures.js';
 
 // The FAPI-style code flow as a person meets it, in headless Chromium: openid-client pushes the request
 // to /par with a DPoP proof, the browser carries only client_id and request_uri, the person signs in
 // (reloading the login page on the way), and openid-client redeems and refreshes DPoP-bound tokens.
-const CHROMIUM = '/usr/bin/chromium';
 if (!fs.existsSync(CHROMIUM)) {
   t.plan(0, 'Chromium is not installed (apt-get install chromium)');
 } else {
   const env = await startLoginEnv();
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser: Browser = await launchChromium();
   t.teardown(async () => { await browser.close(); await env.close(); });
   const { srv, sink, tenant } = env;
   const web = tenant.clients.web;

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import t from 'tap';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../helpers/browser.js';
 import { createClient } from '../../src/clients/create.js';
 import { GRANT } from '../../src/clients/model.js';
 import { j } from '../helpers/http.js';
@@ -10,12 +11,11 @@ import { codeFor, startLoginEnv, uniqueEmail } from './fixtures.js';
 // The whole flow as a person does it, in headless Chromium: login page, email, code from the SMTP
 // sink, redirect to the client with a code the token endpoint redeems; then a third-party client's
 // consent page; then sign-out with confirmation.
-const CHROMIUM = '/usr/bin/chromium';
 if (!fs.existsSync(CHROMIUM)) {
   t.plan(0, 'Chromium is not installed (apt-get install chromium)');
 } else {
   const env = await startLoginEnv();
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser: Browser = await launchChromium();
   t.teardown(async () => { await browser.close(); await env.close(); });
   const { srv, sink, tenant } = env;
   const web = tenant.clients.web;

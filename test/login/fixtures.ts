@@ -56,3 +56,20 @@ export function sessionCookieFrom(res: Response): string | undefined {
 export function authorizeUrl(base: string, params: Record<string, string>): string {
   return `${base}/authorize?${new URLSearchParams(params)}`;
 }
+
+/**
+ * The person's part of a code flow, as an API client: from an authorize URL, sign in with an emailed
+ * code and come back with the callback URL (code, state, iss). `label` names the made-up address.
+ */
+export async function signInByEmailCode(env: { srv: TestServer; sink: SmtpSink }, url: URL | string, label = 'user'): Promise<URL> {
+  const { srv, sink } = env;
+  let res = await fetch(url, { headers: { accept: 'application/json' } });
+  const body = await res.json() as { interaction?: string };
+  if (!body.interaction) throw new Error(`authorize answered ${res.status}: ${JSON.stringify(body)}`);
+  const email = uniqueEmail(label);
+  await fetch(`${srv.url}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, interaction: body.interaction }) });
+  res = await fetch(`${srv.url}/email-code/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, code: await codeFor(sink, email), interaction: body.interaction }) });
+  const verified = await res.json() as { continue: string };
+  res = await fetch(verified.continue, { headers: { cookie: sessionCookieFrom(res)! }, redirect: 'manual' });
+  return new URL(res.headers.get('location')!);
+}

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import t from 'tap';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../helpers/browser.js';
 import { closeLogin } from '../../src/login/index.js';
 import { createSession } from '../../src/login/sessions.js';
 import { freePort } from '../helpers/env.js';
@@ -12,14 +13,13 @@ import { uniqueEmail } from './fixtures.js';
 // background passkey request (autofill) must never put an error on the page, whatever the issuer; on an
 // issuer that is an IP address (where browsers refuse WebAuthn) a passkey button the person presses says
 // why, and the account page says so up front. On a host name (what npm start uses) none of that shows.
-const CHROMIUM = '/usr/bin/chromium';
 type Subtest = Parameters<Parameters<typeof t.test>[0]>[0];
 declare const window: { __gets: Array<{ mediation: string | null; settled: boolean; error: string | null }> };
 
 if (!fs.existsSync(CHROMIUM)) {
   t.plan(0, 'Chromium is not installed (apt-get install chromium)');
 } else {
-  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  const browser: Browser = await launchChromium();
   const servers: TestServer[] = [];
   t.teardown(async () => { await browser.close(); for (const s of servers) { await s.close(); await closeLogin(s.deps); } });
 

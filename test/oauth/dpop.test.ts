@@ -7,14 +7,14 @@ import { GRANT } from '../../src/clients/model.js';
 import { athOf } from '../../src/dpop/proof.js';
 import { j } from '../helpers/http.js';
 import { basic, postForm, setupTenant } from '../helpers/tokens.js';
-import { codeFor, sessionCookieFrom, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
+import { signInByEmailCode, startLoginEnv } from '../login/fixtures.js';
 
 // DPoP (RFC 9449) as clients meet it: openid-client (a FAPI 2.0-certified library) obtains, refreshes
 // and uses sender-constrained tokens through its own API and checks what it gets; hand-made proofs
 // then try each way a proof or a bound token can be misused, and each is refused with the RFC's error.
 const env = await startLoginEnv();
 t.teardown(() => env.close());
-const { srv, sink, tenant } = env;
+const { srv, tenant } = env;
 const insecure = { execute: [oidc.allowInsecureRequests] };
 const tokenUrl = `${srv.url}/token`;
 const TE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -51,18 +51,7 @@ await createClient(srv.deps.sql, srv.deps.tokens.secretKey, {
   scopes: ['openid', 'email', 'offline_access'], redirectUris: [redirectUri], firstParty: true,
 });
 
-/** The user's part of a code flow, as an API client: sign in by emailed code, come back with the code. */
-async function signIn(url: URL): Promise<URL> {
-  let res = await fetch(url, { headers: { accept: 'application/json' } });
-  const body = await j(res);
-  if (!body.interaction) throw new Error(`authorize answered ${res.status}: ${JSON.stringify(body)}`);
-  const email = uniqueEmail('dpop');
-  await fetch(`${srv.url}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, interaction: body.interaction }) });
-  res = await fetch(`${srv.url}/email-code/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, code: await codeFor(sink, email), interaction: body.interaction }) });
-  const verified = await j(res);
-  res = await fetch(verified.continue, { headers: { cookie: sessionCookieFrom(res)! }, redirect: 'manual' });
-  return new URL(res.headers.get('location')!);
-}
+const signIn = (url: URL | string) => signInByEmailCode(env, url, 'dpop');
 
 const spa = await oidc.discovery(new URL(srv.url), publicClientId, undefined, oidc.None(), insecure);
 /** A code flow of the public client; `dpopJkt` binds the code at /authorize (RFC 9449 10). */

@@ -9,30 +9,19 @@ import { sha256b64url } from '../../src/tokens/secrets.js';
 import { j } from '../helpers/http.js';
 import { waitFor } from '../helpers/processes.js';
 import { basic, setupTenant } from '../helpers/tokens.js';
-import { codeFor, sessionCookieFrom, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
+import { signInByEmailCode, startLoginEnv } from '../login/fixtures.js';
 
 // Pushed authorization requests (RFC 9126), request objects (RFC 9101) and the FAPI 2.0 Security
 // Profile as a tenant switch, driven by openid-client (FAPI 2.0-certified) where it has an API for it.
 const env = await startLoginEnv();
 t.teardown(() => env.close());
-const { srv, sink, tenant } = env;
+const { srv, tenant } = env;
 const insecure = { execute: [oidc.allowInsecureRequests] };
 const web = tenant.clients.web;
 const redirectUri = web.redirect_uris[0]!;
 const parUrl = `${srv.url}/par`;
 
-/** The user's part: sign in by emailed code from an authorize URL; answers the callback URL. */
-async function signIn(url: URL | string): Promise<URL> {
-  let res = await fetch(url, { headers: { accept: 'application/json' } });
-  const body = await j(res);
-  if (!body.interaction) throw new Error(`authorize answered ${res.status}: ${JSON.stringify(body)}`);
-  const email = uniqueEmail('par');
-  await fetch(`${srv.url}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, interaction: body.interaction }) });
-  res = await fetch(`${srv.url}/email-code/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, code: await codeFor(sink, email), interaction: body.interaction }) });
-  const verified = await j(res);
-  res = await fetch(verified.continue, { headers: { cookie: sessionCookieFrom(res)! }, redirect: 'manual' });
-  return new URL(res.headers.get('location')!);
-}
+const signIn = (url: URL | string) => signInByEmailCode(env, url, 'par');
 const push = (client: { client_id: string; client_secret: string }, form: Record<string, string>) => fetch(parUrl, {
   method: 'POST', body: new URLSearchParams(form), headers: { authorization: basic(client.client_id, client.client_secret), 'content-type': 'application/x-www-form-urlencoded' },
 });
