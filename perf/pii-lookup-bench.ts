@@ -29,15 +29,18 @@ interface Loaded { sql: any; v: Version; store: AnyStore; login: (email: string)
 
 async function load(v: Version): Promise<Loaded> {
   const imp = (p: string) => import(path.join(v.dist, 'src', p));
-  const { createSql } = await imp('store/sql.js');
+  // Older builds keep these modules elsewhere (src/store/sql.js, src/store/pii-vault.js).
+  const where = (...ps: string[]) => ps.find((p) => fs.existsSync(path.join(v.dist, 'src', p)));
+  const { createSql } = await imp(where('sql.js', 'store/sql.js')!);
   const { Store } = await imp('store/index.js');
   const { loginUser } = await imp('login/users.js');
   const { loadConfig } = await imp('config.js');
   const sql = createSql({ databaseUrl: v.db, databasePoolSize: concurrency + 2 });
   let store: AnyStore;
   // The previous commit has no PII vault; this one needs it.
-  if (fs.existsSync(path.join(v.dist, 'src', 'store', 'pii-vault.js'))) {
-    const { PiiVault } = await imp('store/pii-vault.js');
+  const vault = where('pii/vault.js', 'store/pii-vault.js');
+  if (vault) {
+    const { PiiVault } = await imp(vault);
     store = new Store(sql, PiiVault.fromConfig(loadConfig({ ...process.env, DATABASE_URL: v.db }), sql));
   } else store = new Store(sql);
   const tenant = `bench-${randomBytes(3).toString('hex')}`;

@@ -10,7 +10,7 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { createTokenServices } from '../src/services.js';
 import { createRedis } from '../src/store/redis.js';
-import { createSql } from '../src/store/sql.js';
+import { createSql } from '../src/sql.js';
 import { StatusLists } from '../src/tokens/status-list.js';
 
 const arg = (name: string, dflt: string) => { const i = process.argv.indexOf(`--${name}`); return i > 0 ? process.argv[i + 1] ?? dflt : dflt; };

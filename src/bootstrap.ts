@@ -3,7 +3,7 @@ import { adminAudience, ADMIN_SCOPE } from './admin-access.js';
 import { createClient, type ClientInput } from './clients/create.js';
 import { GRANT } from './clients/model.js';
 import { ClientRepository } from './store/clients.js';
-import type { Sql } from './store/sql.js';
+import type { Sql } from './sql.js';
 import { AccessTokens } from './tokens/access-tokens.js';
 import { ensureKeys, KeyRing } from './tokens/keys.js';
 import { randomToken } from './store/ids.js';

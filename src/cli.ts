@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { loadConfig, ConfigError, keyMaterialWriteRefusal } from './config.js';
-import { createSql } from './store/sql.js';
+import { createSql } from './sql.js';
 
 const USAGE = `usage: svc <command>
   start              run the service (supervisor, HTTP processes, queue workers); NODE_ENV defaults to production
@@ -45,9 +45,9 @@ async function run(argv: string[]): Promise<number> {
       const r = await migrate(sql);
       console.log(r.applied.length ? `applied ${r.applied.join(', ')}` : `up to date (${r.skipped} migrations)`);
       // Personal data: partitions created, rows from before migration 0110 sealed (src/pii/).
-      const { PiiVault } = await import('./store/pii-vault.js');
-      const { sealLegacyUsers } = await import('./store/pii-legacy.js');
-      const { followLookupKeys } = await import('./lookup-keys/wiring.js');
+      const { PiiVault } = await import('./pii/vault.js');
+      const { sealLegacyUsers } = await import('./pii/legacy.js');
+      const { followLookupKeys } = await import('./pii/lookup-keys/wiring.js');
       const { createLogger } = await import('./log.js');
       const vault = PiiVault.fromConfig(config, sql);
       try {

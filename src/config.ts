@@ -60,7 +60,7 @@ export interface Config {
   readonly pluginHealthIntervalMs: number;
   /** Lock of an import/export job (ms): a killed worker's job is taken up again this long after it died. */
   readonly userJobLockMs: number;
-  /** Lookup-HMAC rotation (src/lookup-keys/): how often each process reads the control plane, when a silent process stops counting as live, the reindex job's batch and lease, the default grace. */
+  /** Lookup-HMAC rotation (src/pii/lookup-keys/): how often each process reads the control plane, when a silent process stops counting as live, the reindex job's batch and lease, the default grace. */
   readonly lookupKeyringRefreshMs: number;
   readonly lookupKeyringLiveMs: number;
   readonly lookupReindexBatch: number;

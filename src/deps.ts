@@ -6,7 +6,7 @@ import type { Logger } from './log.js';
 import type { Governance } from './logging/wiring.js';
 import type { LogPipeline } from './logging/pipeline.js';
 import type { Store } from './store/index.js';
-import type { Sql } from './store/sql.js';
+import type { Sql } from './sql.js';
 import type { TokenServices } from './services.js';
 
 /** What every module of an HTTP process is handed: created once at start, closed once at shutdown. */

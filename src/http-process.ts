@@ -1,7 +1,7 @@
 import { buildRouter } from './app.js';
 import type { Config } from './config.js';
-import { finishStaleMoves } from './admin/pii-move.js';
-import { PiiVault } from './store/pii-vault.js';
+import { finishStaleMoves } from './pii/moves.js';
+import { PiiVault } from './pii/vault.js';
 import type { Deps } from './deps.js';
 import { HttpServer } from './http/server.js';
 import { JobQueues } from './jobs/queues.js';
@@ -12,9 +12,9 @@ import { createTokenServices } from './services.js';
 import { closeRedis, createRedis, redisReady } from './store/redis.js';
 import { Store } from './store/index.js';
 import { ReadReplica } from './store/replica.js';
-import { createSql } from './store/sql.js';
-import { configureFieldSealing } from './pii/fields.js';
-import { followLookupKeys } from './lookup-keys/wiring.js';
+import { createSql } from './sql.js';
+import { configureFieldSealing } from './sealed-fields.js';
+import { followLookupKeys } from './pii/lookup-keys/wiring.js';
 import { TrustedProxies } from './http/client-address.js';
 
 export interface RunningHttp {
@@ -58,7 +58,7 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
       },
       close: () => pii.close(),
     });
-    // Users are indexed with the keys of the lookup-key rotation's current state (src/lookup-keys/).
+    // Users are indexed with the keys of the lookup-key rotation's current state (src/pii/lookup-keys/).
     followLookupKeys({ config, sql, redis, vault: pii, role: 'http', log, lifecycle });
     // One producer connection for every job this process adds (src/jobs/).
     const jobs = lifecycle.add('job queues', new JobQueues(config));

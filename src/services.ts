@@ -7,7 +7,7 @@ import { ClientCache } from './clients/cache.js';
 import { PluginSwitches } from './plugins/switches.js';
 import { createRedis } from './store/redis.js';
 import { channel, redisChannels } from './store/redis-keys.js';
-import type { Sql } from './store/sql.js';
+import type { Sql } from './sql.js';
 import { AccessTokens } from './tokens/access-tokens.js';
 import { ensureKeys, KeyRing } from './tokens/keys.js';
 import { RevocationStore } from './tokens/revocation.js';

@@ -10,17 +10,17 @@ import { JobQueues } from '../src/jobs/queues.js';
 import { USER_JOB_ATTEMPTS } from '../src/jobs/table.js';
 import { healthTtlMs, runHealthChecks } from '../src/plugins/health.js';
 import { closeRedis, createRedis } from '../src/store/redis.js';
-import { createSql, type Sql } from '../src/store/sql.js';
+import { createSql, type Sql } from '../src/sql.js';
 import { Store } from '../src/store/index.js';
 import { runImport } from '../src/imports/run-import.js';
 import { runExport } from '../src/imports/run-export.js';
-import { PiiVault } from '../src/store/pii-vault.js';
-import { configureFieldSealing } from '../src/pii/fields.js';
-import { followLookupKeys } from '../src/lookup-keys/wiring.js';
-import { enqueueRotation } from '../src/lookup-keys/queue.js';
-import { completeAfterGrace, driveRotation, type WorkDeps } from '../src/lookup-keys/work.js';
-import { lookupHmacRepo } from '../src/lookup-keys/repository.js';
-import { hasJobWork } from '../src/lookup-keys/states.js';
+import { PiiVault } from '../src/pii/vault.js';
+import { configureFieldSealing } from '../src/sealed-fields.js';
+import { followLookupKeys } from '../src/pii/lookup-keys/wiring.js';
+import { enqueueRotation } from '../src/pii/lookup-keys/queue.js';
+import { completeAfterGrace, driveRotation, type WorkDeps } from '../src/pii/lookup-keys/work.js';
+import { lookupHmacRepo } from '../src/pii/lookup-keys/repository.js';
+import { hasJobWork } from '../src/pii/lookup-keys/states.js';
 import { ClientCache } from '../src/clients/cache.js';
 import { sweepExpiredApprovals } from '../src/elevation/sweep.js';
 import { sweepCredentialEdges } from '../src/principals/sweeper.js';
@@ -56,7 +56,7 @@ export async function checkPlugins(_d: unknown, { config, sql, cache, jobs }: Jo
 }
 
 /**
- * `lookup-rotation`: the reindex, verification, rollback and cleanup of src/lookup-keys/work.ts, under a
+ * `lookup-rotation`: the reindex, verification, rollback and cleanup of src/pii/lookup-keys/work.ts, under a
  * lease; a killed worker's job is taken up again when its lock lapses and resumes at the checkpoint.
  */
 export async function runRotation(d: SchemaTypes['jobs.lookup-rotation'], { sql, work, jobs }: JobsContext): Promise<unknown> {

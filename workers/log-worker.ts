@@ -17,10 +17,10 @@ import { governance as createGovernance, type Governance } from '../src/logging/
 import { Store } from '../src/store/index.js';
 import { archiveQueries } from '../src/store/log-archive.js';
 import { closeRedis, createRedis } from '../src/store/redis.js';
-import { createSql, type Sql } from '../src/store/sql.js';
+import { createSql, type Sql } from '../src/sql.js';
 import { TOMBSTONE_STATUSES } from '../src/store/tenants.js';
-import { PiiVault } from '../src/store/pii-vault.js';
-import { configureFieldSealing } from '../src/pii/fields.js';
+import { PiiVault } from '../src/pii/vault.js';
+import { configureFieldSealing } from '../src/sealed-fields.js';
 
 export interface RunningLogWorker { close(): Promise<void> }
 

@@ -6,7 +6,7 @@ import { OutboxRelay, type RelayOptions } from '../src/events/relay.js';
 import type { Logger } from '../src/log.js';
 import { recordLogsInTx } from '../src/logging/pipeline.js';
 import { Store } from '../src/store/index.js';
-import { createSql } from '../src/store/sql.js';
+import { createSql } from '../src/sql.js';
 import { listTombstonedTenants, lockLiveTenants } from '../src/store/tenants.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
 import { deliveryJobId } from '../src/webhooks/queue.js';
@@ -16,9 +16,9 @@ import { JobQueues } from '../src/jobs/queues.js';
 import { backoffMs } from '../src/webhooks/retry.js';
 import { webhookSecret } from '../src/webhooks/secret-box.js';
 import { postWebhook } from '../src/webhooks/sender.js';
-import { PiiVault } from '../src/store/pii-vault.js';
-import { openFields } from '../src/pii/fields.js';
-import { configureFieldSealing } from '../src/pii/fields.js';
+import { PiiVault } from '../src/pii/vault.js';
+import { openFields } from '../src/sealed-fields.js';
+import { configureFieldSealing } from '../src/sealed-fields.js';
 
 export interface RunningWebhookWorker {
   close(): Promise<void>;

@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createSql } from '../../src/store/sql.js';
+import { createSql } from '../../src/sql.js';
 import { descendants, pidsListeningOn } from './procstat.js';
 export { storagePids };
 import { RESULTS_DIR, ROOT, freePort, http, say, sleep } from './util.js';

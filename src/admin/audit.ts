@@ -1,5 +1,5 @@
 import type { AuditRow } from '../store/audit-log.js';
-import { openFields, openValue } from '../pii/fields.js';
+import { openFields, openValue } from '../sealed-fields.js';
 
 export type { AuditResult, AuditSeverity, AuditInput, AuditRow } from '../store/audit-log.js';
 

@@ -1,12 +1,12 @@
 import type { Deps } from '../deps.js';
 import { NotFound, ValidationError } from '../errors.js';
 import type { Route } from '../http/types.js';
-import { abortRotation, advanceRotation, startRotation } from '../lookup-keys/controller.js';
-import { liveComponents } from '../lookup-keys/fleet.js';
-import { enqueueRotation } from '../lookup-keys/queue.js';
-import { lookupHmacRepo as repo, type RotationRow } from '../lookup-keys/repository.js';
-import { hasJobWork } from '../lookup-keys/states.js';
-import type { Db } from '../store/sql.js';
+import { abortRotation, advanceRotation, startRotation } from '../pii/lookup-keys/controller.js';
+import { liveComponents } from '../pii/lookup-keys/fleet.js';
+import { enqueueRotation } from '../pii/lookup-keys/queue.js';
+import { lookupHmacRepo as repo, type RotationRow } from '../pii/lookup-keys/repository.js';
+import { hasJobWork } from '../pii/lookup-keys/states.js';
+import type { Db } from '../sql.js';
 import { adminRoute } from './route.js';
 
 const PATH = '/api/admin/platform/control-plane/lookup-hmac/rotations';
@@ -46,8 +46,8 @@ async function rotationView(db: Db, r: RotationRow, components?: unknown) {
 
 /**
  * Lookup-HMAC key rotation (issue 14 item 5), environment-wide and for platform administrators only:
- * start, read (the spec's GET), advance one state, abort. The state machine is src/lookup-keys/states.ts;
- * the moves wait for every process (src/lookup-keys/follower.ts); the reindex runs as a job.
+ * start, read (the spec's GET), advance one state, abort. The state machine is src/pii/lookup-keys/states.ts;
+ * the moves wait for every process (src/pii/lookup-keys/follower.ts); the reindex runs as a job.
  */
 export function lookupHmacRoutes(deps: Deps): Route[] {
   const fleet = { redis: deps.redis, liveMs: deps.config.lookupKeyringLiveMs };

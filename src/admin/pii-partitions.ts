@@ -2,7 +2,7 @@ import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ServiceUnavailable, ValidationError } from '../errors.js';
 import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
-import { finishMove, pendingMove, type MoveIntent } from './pii-move.js';
+import { finishMove, pendingMove, type MoveIntent } from '../pii/moves.js';
 import type { PartitionRule, PartitionSettings } from '../pii/residence.js';
 import { listTenant } from './logging.js';
 import { adminRoute, found } from './route.js';

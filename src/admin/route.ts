@@ -5,7 +5,7 @@ import type { Reply, Route } from '../http/types.js';
 import { decodeCursor, page, type Cursor } from '../store/cursor.js';
 import type { TenantStore } from '../store/index.js';
 import type { AuditSeverity } from '../store/audit-log.js';
-import type { TxSql } from '../store/sql.js';
+import type { TxSql } from '../sql.js';
 import type { TenantMode } from './checks/resolve-tenant.js';
 import { adminContext } from './context.js';
 import { assertDeclared, declareEvents, type DeclaredEvents, type PendingEvent } from '../events/declare.js';

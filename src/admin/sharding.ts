@@ -3,7 +3,7 @@ import { Forbidden, NotFound, ValidationError } from '../errors.js';
 import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
 import { DEFAULT_AUTH_CODE_SHARDS, lockSharding, PlatformSharding, type GenerationRow } from '../store/sharding.js';
-import type { Db } from '../store/sql.js';
+import type { Db } from '../sql.js';
 import { adminRoute } from './route.js';
 
 const READ = 'admin:settings:read';

@@ -8,7 +8,7 @@ import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
 import { enqueueTenantPurge } from '../tenants/purge.js';
 import { listAllTenants, TenantRepository, type Tenant, type TenantStatus } from '../store/tenants.js';
-import type { TxSql } from '../store/sql.js';
+import type { TxSql } from '../sql.js';
 import { found } from './route.js';
 import { adminRoute } from './route.js';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SchemaTypes } from '../generated/types.js';
 import { findCheckKeyByHash, type CheckKeyRow, type CheckOperation, type CheckTier } from '../store/check-api-keys.js';
-import type { Db } from '../store/sql.js';
+import type { Db } from '../sql.js';
 import { deriveKey, hashSecret } from '../tokens/secrets.js';
 
 export type Operation = CheckOperation;

@@ -7,7 +7,7 @@ import type { SigningAlg } from '../tokens/keys.js';
 import { algorithmsFor, importFor, registeredKey } from './registered-keys.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { refuseWhenSpent } from '../store/rate-limit.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import type { Logger } from '../log.js';
 import type { Deps } from '../deps.js';
 import { secretMatches } from '../tokens/secrets.js';

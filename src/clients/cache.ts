@@ -1,8 +1,8 @@
 import { redisChannels } from '../store/redis-keys.js';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
-import { NotifiedCache } from '../store/notified-cache.js';
-import type { Sql } from '../store/sql.js';
+import { NotifiedCache } from '../notified-cache.js';
+import type { Sql } from '../sql.js';
 import type { Client } from './model.js';
 import { findClientForAuthentication } from '../store/clients.js';
 

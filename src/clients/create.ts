@@ -1,7 +1,7 @@
 import { Conflict } from '../errors.js';
 import { ClientRepository, type NewClient } from '../store/clients.js';
 import { newId, randomToken } from '../store/ids.js';
-import type { Db } from '../store/sql.js';
+import type { Db } from '../sql.js';
 import { hashSecret } from '../tokens/secrets.js';
 import type { Client } from './model.js';
 

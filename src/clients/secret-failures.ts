@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { declareEvents } from '../events/declare.js';
 import type { Logger } from '../log.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { redisKeys } from '../store/redis-keys.js';
 import type { Client } from './model.js';
 

@@ -3,7 +3,7 @@ import { declareEvents } from '../events/declare.js';
 import type { ApprovalRequestRow, ApprovalStepRow, ElevationGrantRow } from '../store/approvals.js';
 import { newId } from '../store/ids.js';
 import type { TenantStore } from '../store/index.js';
-import type { TxSql } from '../store/sql.js';
+import type { TxSql } from '../sql.js';
 import { Conflict, Forbidden, NotFound } from '../errors.js';
 import { proves, StepUpRequired } from './artifacts.js';
 import { ALERT_KIND, deriveRequestStatus, effectiveGrantStatus, effectiveStepStatus, REQUEST_MOVES, STEP_MOVES, TERMINAL_REQUEST, type RequestStatus } from './model.js';

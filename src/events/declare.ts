@@ -1,4 +1,4 @@
-import type { TxSql } from '../store/sql.js';
+import type { TxSql } from '../sql.js';
 import type { EventName } from './names.js';
 import { recordEventReturningId, recordEvents, type DomainEvent } from './outbox.js';
 

@@ -1,7 +1,7 @@
 import { insertLogRecords } from '../store/log-archive.js';
-import type { Sql, TxSql } from '../store/sql.js';
+import type { Sql, TxSql } from '../sql.js';
 import { isEventName, type EventName } from './names.js';
-import { sealFields } from '../pii/fields.js';
+import { sealFields } from '../sealed-fields.js';
 
 /** Channel the relay LISTENs on (the outbox insert trigger of migration 0040 names it too); delivered at commit. */
 export const OUTBOX_CHANNEL = 'svc_outbox';

@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import { queueKeys } from '../store/redis-keys.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { CrossTenantDeliveries, type Unqueued } from '../store/webhook-deliveries.js';
 import { planDeliveries } from '../webhooks/fan-out.js';
 import type { JobQueues } from '../jobs/queues.js';

@@ -2,7 +2,7 @@ import { Conflict } from '../errors.js';
 import { declareEvents } from '../events/declare.js';
 import type { TenantStore } from '../store/index.js';
 import type { PendingChange } from '../store/review-tasks.js';
-import type { TxSql } from '../store/sql.js';
+import type { TxSql } from '../sql.js';
 import type { User } from '../store/users.js';
 
 /** An applied field-mapping change creates or updates a user. */

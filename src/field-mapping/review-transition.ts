@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Conflict, NotFound } from '../errors.js';
 import type { TenantStore } from '../store/index.js';
 import type { ReviewTaskRow } from '../store/review-tasks.js';
-import type { TxSql } from '../store/sql.js';
+import type { TxSql } from '../sql.js';
 import { applyUserChange } from './apply-change.js';
 import { decide, type ReviewStatus } from './review-states.js';
 import { reviewTaskView } from './review-view.js';

@@ -3,13 +3,13 @@ import type { Logger } from '../log.js';
 import { newId } from '../store/ids.js';
 import { Store } from '../store/index.js';
 import { archiveQueries, LogArchiveRepository, type ChunkRow, type DestinationRow } from '../store/log-archive.js';
-import type { Db, Sql } from '../store/sql.js';
+import type { Db, Sql } from '../sql.js';
 import { lockLiveTenants } from '../store/tenants.js';
 import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } from './chunk-crypto.js';
 import { locationDir, locationOf, readObject, removeObject, writeObject } from './destinations.js';
 import type { Lane, LogAdmission, LogType, Plane, UsageMeter } from './types.js';
-import { PiiVault } from '../store/pii-vault.js';
-import { openFields } from '../pii/fields.js';
+import { PiiVault } from '../pii/vault.js';
+import { openFields } from '../sealed-fields.js';
 
 export interface ArchiveCtx { sql: Sql; config: Config; log: Logger; admission: LogAdmission; meter: UsageMeter }
 
@@ -72,7 +72,7 @@ export async function readChunk(config: Config, repo: LogArchiveRepository, c: C
 export async function runArchive(ctx: ArchiveCtx): Promise<{ committed: number; records: number } | null> {
   // The lock is transaction-scoped, held by an otherwise idle transaction for the run (and released if the
   // process dies). Not sql.reserve() with a session lock: postgres.js never hands out a reserved connection
-  // it had to open while fetch_types is off (src/store/sql.ts), so the first run hung.
+  // it had to open while fetch_types is off (src/sql.ts), so the first run hung.
   return ctx.sql.begin(async (lockTx) => {
     const [got] = await lockTx<Array<{ ok: boolean }>>`select pg_try_advisory_xact_lock(hashtext('svc:log-archive')) as ok`;
     if (!got?.ok) return null;

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { channel, redisChannels } from '../store/redis-keys.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { evaluateQuotas } from './quota/evaluate.js';
 import { rollupUsage } from './usage/rollup.js';
 

@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import { insertLogRecords } from '../store/log-archive.js';
 import type { TenantTombstones } from '../tenants/fence.js';
-import type { Db, Sql } from '../store/sql.js';
+import type { Db, Sql } from '../sql.js';
 import type { LogAdmission, LogRecord, UsageMeter } from './types.js';
 
 /** Whether a tenant's logging policy turns token decisions on: a value when known in process memory, else a promise. */

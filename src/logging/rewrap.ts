@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
 import { archiveQueries, type ChunkRow, type LogArchiveRepository } from '../store/log-archive.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { openChunk, sealChunk, sealVersionKey } from './chunk-crypto.js';
 import { chunkDir, objectKey, readChunk, versionKey } from './archive.js';
 import { locationDir, locationOf, removeObject, writeObject } from './destinations.js';

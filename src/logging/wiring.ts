@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { channel, redisChannels } from '../store/redis-keys.js';
 import { closeRedis, createRedis } from '../store/redis.js';
-import { createSql, type Sql } from '../store/sql.js';
+import { createSql, type Sql } from '../sql.js';
 import { TenantFence, type TenantTombstones } from '../tenants/fence.js';
 import { LogPipeline, type TokenLoggingLookup } from './pipeline.js';
 import { QuotaAdmission } from './quota/admission.js';

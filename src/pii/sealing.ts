@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type postgres from 'postgres';
 import { decrypt, deriveKey, encrypt } from '../tokens/secrets.js';
 
-/** The pool (src/store/sql.ts's client type), named from the driver so this folder stays below store/. */
+/** The pool (src/sql.ts's client type), named from the driver so this folder stays below store/. */
 type Db = postgres.Sql<Record<string, never>>;
 
 /** A user's personal data: what lives sealed in a PII partition. */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { openSecret, sealSecret } from '../webhooks/secret-box.js';
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
-import { NotifiedCache } from '../store/notified-cache.js';
+import { NotifiedCache } from '../notified-cache.js';
 import { PluginConfigRepository } from '../store/plugin-configs.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 
 /**
  * The plugins each tenant has switched off, cached per process (a plugin without a row is on), so a

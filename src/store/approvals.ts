@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db, Sql } from './sql.js';
+import type { Db, Sql } from '../sql.js';
 
 export interface ApprovalRequestRow {
   tenant_id: string; id: string; investigation_id: string; request_surface: string; requested_action: string;

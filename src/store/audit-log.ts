@@ -1,8 +1,8 @@
 import type { Cursor } from './cursor.js';
 import { newId } from './ids.js';
 import { insertLogRecords } from './log-archive.js';
-import type { Db } from './sql.js';
-import { sealFields, sealValue } from '../pii/fields.js';
+import type { Db } from '../sql.js';
+import { sealFields, sealValue } from '../sealed-fields.js';
 
 export type AuditResult = 'success' | 'failure';
 export type AuditSeverity = 'debug' | 'info' | 'warn' | 'error' | 'critical';

@@ -1,4 +1,4 @@
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export type CheckOperation = 'check' | 'batch' | 'subscribe';
 export type CheckTier = 'strict' | 'moderate' | 'lenient';

@@ -1,6 +1,6 @@
 import type { TenantScope } from '../admin-access.js';
 import type { Cursor } from './cursor.js';
-import type { Db, Sql } from './sql.js';
+import type { Db, Sql } from '../sql.js';
 
 /** An OAuth client as the token endpoints see it (never carries the secret, only its keyed hash). */
 export interface Client {

@@ -1,5 +1,5 @@
 import { newId } from './ids.js';
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export interface ConsentRow {
   id: string; tenant_id: string; user_id: string; client_id: string; scopes: string[]; selected_scopes: string[] | null;

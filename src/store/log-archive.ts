@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db, Sql, TxSql } from './sql.js';
+import type { Db, Sql, TxSql } from '../sql.js';
 import { TOMBSTONE_STATUSES } from './tenants.js';
 
 /** One record as stored while it waits for its chunk (the fields of src/logging/types.ts LogRecord). */

@@ -1,4 +1,4 @@
-import type { Db, Sql } from './sql.js';
+import type { Db, Sql } from '../sql.js';
 import { lockLiveTenants, TOMBSTONE_STATUSES } from './tenants.js';
 
 export type WindowKind = 'minute' | 'hour' | 'day' | 'month';

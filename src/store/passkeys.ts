@@ -1,5 +1,5 @@
 import { newId } from './ids.js';
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export interface PasskeyRow {
   id: string; tenant_id: string; user_id: string; credential_id: string; public_key: Buffer; counter: number;

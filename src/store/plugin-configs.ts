@@ -1,4 +1,4 @@
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export interface PluginConfigRow {
   tenant_id: string; plugin_id: string; enabled: boolean; config: Record<string, unknown>;

@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export interface PolicyCondition { type: string; params: Record<string, unknown> }
 export interface PolicyRow {

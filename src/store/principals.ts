@@ -1,5 +1,5 @@
 import type { TenantScope } from '../admin-access.js';
-import type { Db, Sql } from './sql.js';
+import type { Db, Sql } from '../sql.js';
 
 /** A machine access principal (spec: Machine access principal) as stored. */
 export interface PrincipalRow {

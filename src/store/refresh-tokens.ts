@@ -1,4 +1,4 @@
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export interface RefreshRecord {
   id: string; tenant_id: string; client_id: string; sub: string; scope: string; family_id: string;

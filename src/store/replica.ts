@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { redisKeys } from './redis-keys.js';
-import type { Sql } from './sql.js';
+import type { Sql } from '../sql.js';
 
 /** How long the last admin change's WAL position is remembered: a replica further behind than this serves stale reads. */
 const FENCE_MS = 5 * 60_000;

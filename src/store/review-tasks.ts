@@ -5,8 +5,8 @@ export const REVIEW_STATUSES = ['open', 'in_review', 'approved', 'rejected', 're
 export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
 import type { Cursor } from './cursor.js';
 import { newId } from './ids.js';
-import type { Db } from './sql.js';
-import { openFields, sealFields } from '../pii/fields.js';
+import type { Db } from '../sql.js';
+import { openFields, sealFields } from '../sealed-fields.js';
 
 export type ReviewTaskType = 'import_warning' | 'import_conflict';
 
@@ -30,7 +30,7 @@ export interface ReviewTaskFilter { limit: number; cursor?: Cursor | undefined; 
 export class ReviewTaskRepository {
   constructor(private readonly db: Db, private readonly tenantId: string) {}
 
-  /** The pending change's addresses are sealed at rest (src/pii/fields.ts): a row as callers see it. */
+  /** The pending change's addresses are sealed at rest (src/sealed-fields.ts): a row as callers see it. */
   private opened(row: ReviewTaskRow | undefined): ReviewTaskRow | null {
     return row ? { ...row, pending_change: row.pending_change ? openFields(this.tenantId, row.pending_change) : null } : null;
   }

@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export interface Role { tenant_id: string; id: string; name: string; description: string | null; permissions: string[]; created_at: number; updated_at: number }
 export interface RoleAssignment { role_id: string; name: string; permissions: string[]; assigned_at: number; assigned_by: string | null }

@@ -1,4 +1,4 @@
-import type { Db, TxSql } from './sql.js';
+import type { Db, TxSql } from '../sql.js';
 
 export interface GenerationRow {
   generation: number; client_id: string; shard_count: number; activated_at: number; deprecated_at: number | null; created_by: string; notes: string | null;

@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Sql } from '../sql.js';
 
 /** Whether a tenant with this id exists (a cross-tenant lookup by design: it answers which tenant a request names). */
 export async function tenantExists(sql: Sql, tenantId: string): Promise<boolean> {

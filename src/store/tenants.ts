@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db, TxSql } from './sql.js';
+import type { Db, TxSql } from '../sql.js';
 
 export type TenantStatus = 'active' | 'suspended' | 'deleting' | 'deleted';
 

@@ -3,7 +3,7 @@ import type { Reason } from './review-tasks.js';
 /** A job's field mapping as stored: validated when the job was created (src/field-mapping/model.ts types it). */
 export type StoredMapping = object;
 import type { Cursor } from './cursor.js';
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export type JobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 export type RowOutcome = 'created' | 'updated' | 'unchanged' | 'rejected' | 'review';

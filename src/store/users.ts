@@ -1,13 +1,13 @@
 import { ServiceUnavailable } from '../errors.js';
-import type { IndexEntries, PiiVault } from './pii-vault.js';
-import type { PiiPartition } from './pii-partitions.js';
+import type { IndexEntries, PiiVault } from '../pii/vault.js';
+import type { PiiPartition } from '../pii/partitions.js';
 import type { PiiRecord } from '../pii/sealing.js';
 import { resolvePartition } from '../pii/residence.js';
 import { isEmail, normalizeEmail } from '../users/email.js';
 import type { Cursor } from './cursor.js';
 import { newId } from './ids.js';
-import { PiiSettingsRepository } from './pii-settings.js';
-import { byteaArray, type Db, type TxSql } from './sql.js';
+import { PiiSettingsRepository } from '../pii/settings.js';
+import { byteaArray, type Db, type TxSql } from '../sql.js';
 
 export type UserStatus = 'active' | 'suspended' | 'locked';
 
@@ -97,7 +97,7 @@ export class UserRepository {
       for (const r of rs) r.sealed = by.get(r.id) ?? null;
     }
     return Promise.all(rows.map(async ({ sealed, ...c }) => {
-      // A core row without its personal data: an interrupted write or move (src/admin/pii-move.ts finishes moves).
+      // A core row without its personal data: an interrupted write or move (src/pii/moves.ts finishes moves).
       if (!sealed) throw new ServiceUnavailable(`The personal data of user ${c.id} is unavailable.`, 5);
       const pii = await this.vault.open(this.tenantId, c.id, sealed);
       return userOf(c, pii);

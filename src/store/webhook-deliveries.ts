@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Sql } from '../sql.js';
 import { lockLiveTenants, TOMBSTONE_STATUSES } from './tenants.js';
 import type { RequestBody, WebhookRow } from './webhooks.js';
 

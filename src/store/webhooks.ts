@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db } from './sql.js';
+import type { Db } from '../sql.js';
 
 export interface WebhookRow {
   tenant_id: string; id: string; name: string; description: string | null; url: string; events: string[];

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { listTombstonedTenants } from '../store/tenants.js';
 
 /** What a producer asks before writing for a tenant: synchronous, no I/O. */

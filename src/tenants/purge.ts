@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import { RevocationStore } from '../tokens/revocation.js';
 import type { Deps } from '../deps.js';
-import type { PiiVault } from '../store/pii-vault.js';
+import type { PiiVault } from '../pii/vault.js';
 import type { AuditActor } from '../store/audit-log.js';
 import { purgeTenantJobs } from '../jobs/tenant-jobs.js';
 import type { TokenServices } from '../services.js';
 import { hashTag, masters } from '../store/redis.js';
 import { counterField, queuePrefix, redisKeys } from '../store/redis-keys.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { TenantRepository } from '../store/tenants.js';
 
 const BATCH = 5000;

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { NotifiedCache } from '../store/notified-cache.js';
-import type { Sql } from '../store/sql.js';
+import { NotifiedCache } from '../notified-cache.js';
+import type { Sql } from '../sql.js';
 import { REFUSED_STATUSES, TenantRepository, type TenantStatus } from '../store/tenants.js';
 import type { AdminTenantSettings } from '../generated/types.js';
 

@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
 import { ServiceUnavailable } from '../errors.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { decrypt, deriveKey, encrypt } from './secrets.js';
 
 export type SigningAlg = 'RS256' | 'ES256' | 'PS256';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { declareEvents } from '../events/declare.js';
 import { randomToken } from '../store/ids.js';
 import { RefreshTokenRepository, type RefreshRecord } from '../store/refresh-tokens.js';
-import type { Db, Sql } from '../store/sql.js';
+import type { Db, Sql } from '../sql.js';
 import { sha256b64url } from './secrets.js';
 import type { ShardGeneration } from './sharding.js';
 

@@ -2,7 +2,7 @@ import { statusIdxOf } from './status-list.js';
 import type { ChainableCommander, Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { mgetAcrossSlots, setMany } from '../store/redis.js';
 import { listRefusedTenants } from '../store/tenants.js';

@@ -1,5 +1,5 @@
 import { PlatformSharding } from '../store/sharding.js';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 
 export interface ShardGeneration { generation: number; shardCount: number }
 

@@ -1,5 +1,5 @@
 import { deflateSync } from 'node:zlib';
-import type { Sql } from '../store/sql.js';
+import type { Sql } from '../sql.js';
 import { parseJti } from './jti.js';
 import type { Signer } from './signer.js';
 

@@ -1,7 +1,7 @@
 import type { FanOutHook, NewDelivery, OutboxEvent } from '../store/webhook-deliveries.js';
 import { filtersMatch } from './filters.js';
 import { newDeliveryId, type RequestBody } from './message.js';
-import { openFields } from '../pii/fields.js';
+import { openFields } from '../sealed-fields.js';
 
 /**
  * Which deliveries a batch of outbox events makes: one per event and active webhook of the event's

@@ -1,6 +1,6 @@
 import type { AdminWebhook, AdminWebhookCreated, AdminWebhookDelivery, AdminWebhookListItem } from '../generated/types.js';
 import type { AttemptRow, DeliveryRow, WebhookRow } from '../store/webhooks.js';
-import { openFields } from '../pii/fields.js';
+import { openFields } from '../sealed-fields.js';
 
 /** Epoch ms (storage) to epoch seconds (webhook interface). */
 const s = (ms: number | null | undefined): number | null => (ms === null || ms === undefined ? null : Math.floor(Number(ms) / 1000));

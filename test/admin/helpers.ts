@@ -1,4 +1,4 @@
-import { openFields } from '../../src/pii/fields.js';
+import { openFields } from '../../src/sealed-fields.js';
 import { adminToken, setupTenant } from '../helpers/tokens.js';
 import type { TestServer } from '../helpers/server.js';
 
@@ -28,7 +28,7 @@ export async function adminOf(srv: TestServer, permissions: string[] = ['admin:*
 
 /** Outbox rows of a tenant, oldest first. */
 export async function events(srv: TestServer, tenantId: string): Promise<Array<{ event: string; data: any }>> {
-  // Addresses in event data are sealed at rest (src/pii/fields.ts); receivers get them opened.
+  // Addresses in event data are sealed at rest (src/sealed-fields.ts); receivers get them opened.
   return (await srv.deps.sql<{ event: string; data: any }[]>`select event, data from event_outbox where tenant_id = ${tenantId} order by id`)
     .map((e) => ({ event: e.event, data: openFields(tenantId, e.data) }));
 }

@@ -5,7 +5,7 @@ import t from 'tap';
 import ts from 'typescript';
 import { declareEvents } from '../../src/events/declare.js';
 import { EVENT_NAMES, EXTENSION_EVENT_NAMES, UNEMITTED_EVENT_NAMES } from '../../src/events/names.js';
-import type { TxSql } from '../../src/store/sql.js';
+import type { TxSql } from '../../src/sql.js';
 
 // Events are declared like audits (issue 30): an admin route declares the events its mutations emit in
 // `adminRoute({ events })` and emits them through `mutate`'s `emit`; a domain service declares them once
@@ -145,7 +145,7 @@ t.test('the scan fails on a broken declaration', async (t) => {
   t.match(scan([route("'user.created', 'user.deleted'", "emit('user.created', {});")]).problems, [/declares user\.deleted, which nothing emits/]);
   t.match(scan([{ file: 'src/x.ts', text: "const e = declareEvents(['auth.login']);\nexport const f = (tx) => e.emit(tx, 't', 'auth.logout', {});" }]).problems,
     [/emits auth\.logout, not declared by e/, /declares auth\.login, which nothing emits/]);
-  t.match(scan([{ file: 'src/x.ts', text: "import { recordEvent } from '../events/outbox.js';" }]).problems, [/imports recordEvent: an event written by hand/]);
+  t.match(scan([{ file: 'src/x.ts', text: "import { recordEvent } from './outbox.js';" }]).problems, [/imports recordEvent: an event written by hand/]);
   t.match(scan([{ file: 'src/x.ts', text: "export const f = (tx) => other.emit(tx, 't', 'auth.login', {});" }]).problems, [/emits through other, which is no declaration/]);
 });
 

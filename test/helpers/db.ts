@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { randomBytes } from 'node:crypto';
-import { createSql, type Sql } from '../../src/store/sql.js';
+import { createSql, type Sql } from '../../src/sql.js';
 
 /** A throwaway database on the test Postgres server, dropped at the end. */
 export async function tempDatabase(): Promise<{ url: string; sql: Sql; drop(): Promise<void> }> {

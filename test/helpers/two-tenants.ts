@@ -1,8 +1,8 @@
 import t from 'tap';
 import { Store, type TenantStore } from '../../src/store/index.js';
-import { createSql, type Sql } from '../../src/store/sql.js';
+import { createSql, type Sql } from '../../src/sql.js';
 import { uniqueName } from './env.js';
-import { PiiVault } from '../../src/store/pii-vault.js';
+import { PiiVault } from '../../src/pii/vault.js';
 import { loadConfig } from '../../src/config.js';
 
 export interface TwoTenants { sql: Sql; store: Store; tenantA: string; tenantB: string; A: TenantStore; B: TenantStore }

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { passkeyAddressNotice } from '../../src/account/page.js';
 import { bootstrap } from '../../src/bootstrap.js';
 import { ClientRepository } from '../../src/store/clients.js';
-import { createSql } from '../../src/store/sql.js';
+import { createSql } from '../../src/sql.js';
 import { testConfig, uniqueName } from '../helpers/env.js';
 
 // npm start (ops/run.mjs) announces a local server as http://localhost:PORT, so passkeys work on the

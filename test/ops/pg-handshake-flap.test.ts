@@ -1,13 +1,13 @@
 import net from 'node:net';
 import postgres from 'postgres';
 import t from 'tap';
-import { createSql } from '../../src/store/sql.js';
+import { createSql } from '../../src/sql.js';
 import { waitFor } from '../helpers/processes.js';
 
 // Postgres flapping while a connection is being set up must surface as a failed query, never as an
 // unhandled rejection (which crashes an HTTP process). postgres.js with its default fetch_types sends
 // an array-type query right after ReadyForQuery in a promise nobody awaits; our client registers the
-// array types itself (src/store/sql.ts). A TCP proxy plays a Postgres restart on each connection right
+// array types itself (src/sql.ts). A TCP proxy plays a Postgres restart on each connection right
 // after the server's first ReadyForQuery (FATAL 57P01 "terminating connection due to administrator
 // command", then close), i.e. exactly between the handshake and the first query.
 const target = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/svc_test');

@@ -1,9 +1,9 @@
 import t from 'tap';
-import { createSql } from '../../src/store/sql.js';
+import { createSql } from '../../src/sql.js';
 import { PrivatePostgres, waitFor } from '../helpers/processes.js';
 
 // A real Postgres restart (pg_ctl stop -m fast, then start on the same port and data) under statements
-// and transactions from six loops on our client (src/store/sql.ts). With postgres.js 3.4.9 as installed
+// and transactions from six loops on our client (src/sql.ts). With postgres.js 3.4.9 as installed
 // this ended the process with "TypeError: Cannot read properties of null (reading 'write')" from an
 // immediate (the ROLLBACK of a transaction whose connection had closed), left statements waiting up to
 // 20 s after Postgres was back (a stale statement kept as current; reconnect backoff up to 20 s), and

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import { bootstrap } from '../../src/bootstrap.js';
-import { createSql } from '../../src/store/sql.js';
+import { createSql } from '../../src/sql.js';
 import { freePort, testConfig, uniqueName } from '../helpers/env.js';
 import { waitFor } from '../helpers/processes.js';
 import { postForm } from '../helpers/tokens.js';

@@ -2,7 +2,7 @@ import t from 'tap';
 import { closeLogin } from '../../src/login/index.js';
 import { createLogger } from '../../src/log.js';
 import { startSmtpSink } from '../../src/mail/dev-sink.js';
-import { finishMove } from '../../src/admin/pii-move.js';
+import { finishMove } from '../../src/pii/moves.js';
 import { startEmailWorker } from '../../workers/email-worker.js';
 import { adminOf, events } from '../admin/helpers.js';
 import { tempDatabase } from '../helpers/db.js';

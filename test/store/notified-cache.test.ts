@@ -1,5 +1,5 @@
 import t from 'tap';
-import { NotifiedCache } from '../../src/store/notified-cache.js';
+import { NotifiedCache } from '../../src/notified-cache.js';
 import { closeRedis, createRedis } from '../../src/store/redis.js';
 import { uniqueName, testConfig } from '../helpers/env.js';
 import { waitFor } from '../helpers/processes.js';

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { Store, type TenantStore } from '../../src/store/index.js';
-import { createSql } from '../../src/store/sql.js';
+import { createSql } from '../../src/sql.js';
 import { uniqueName } from '../helpers/env.js';
-import { PiiVault } from '../../src/store/pii-vault.js';
+import { PiiVault } from '../../src/pii/vault.js';
 import { loadConfig } from '../../src/config.js';
 
 // Two tenants (Hydra's persister_nid_test): A's approval requests, steps, grants, tokens and artifacts

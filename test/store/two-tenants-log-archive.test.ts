@@ -5,7 +5,7 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
-import { PiiVault } from '../../src/store/pii-vault.js';
+import { PiiVault } from '../../src/pii/vault.js';
 import { loadConfig } from '../../src/config.js';
 
 // What tenant A's log archive repository holds (registries and versions, destinations and credentials,

@@ -3,7 +3,7 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
-import { PiiVault } from '../../src/store/pii-vault.js';
+import { PiiVault } from '../../src/pii/vault.js';
 import { loadConfig } from '../../src/config.js';
 
 // Plugin settings are per tenant: B's repository cannot read A's settings or sealed secrets, and B

@@ -3,7 +3,7 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
-import { PiiVault } from '../../src/store/pii-vault.js';
+import { PiiVault } from '../../src/pii/vault.js';
 import { loadConfig } from '../../src/config.js';
 
 // In the manner of Hydra's persister_nid_test: tenant B's review-task repository cannot read, list,

@@ -4,7 +4,7 @@ import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
-import { PiiVault } from '../../src/store/pii-vault.js';
+import { PiiVault } from '../../src/pii/vault.js';
 import { loadConfig } from '../../src/config.js';
 
 // Import/export jobs are per tenant: B's repository cannot read, list, start, cancel, checkpoint or

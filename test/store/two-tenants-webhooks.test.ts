@@ -11,7 +11,7 @@ import { planDeliveries } from '../../src/webhooks/fan-out.js';
 import { sealWebhookSecret, webhookSecret } from '../../src/webhooks/secret-box.js';
 import { tempDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
-import { PiiVault } from '../../src/store/pii-vault.js';
+import { PiiVault } from '../../src/pii/vault.js';
 import { loadConfig } from '../../src/config.js';
 
 // In the manner of Hydra's persister_nid_test: what tenant A's webhook repository creates, tenant B's

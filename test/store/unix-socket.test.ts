@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import t from 'tap';
-import { createSql, unixSocket } from '../../src/store/sql.js';
+import { createSql, unixSocket } from '../../src/sql.js';
 
 t.test("libpq's ?host=/dir selects the Unix socket in that directory", async (t) => {
   t.same(unixSocket('postgres://svc@localhost/svc?host=/var/run/postgresql'),

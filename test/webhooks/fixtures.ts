@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../../src/config.js';
 import { recordEvent, type DomainEvent } from '../../src/events/outbox.js';
-import { createSql, type Sql } from '../../src/store/sql.js';
+import { createSql, type Sql } from '../../src/sql.js';
 import { newId } from '../../src/store/ids.js';
 import { WebhookRepository, type WebhookFields, type WebhookRow } from '../../src/store/webhooks.js';
 import { sealWebhookSecret } from '../../src/webhooks/secret-box.js';

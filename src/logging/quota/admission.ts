@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { governanceQueries, type EnforcementAction } from '../../store/log-governance.js';
-import type { Sql } from '../../store/sql.js';
+import type { Sql } from '../../sql.js';
 import type { Lane, LogAdmission, LogType, Plane } from '../types.js';
 
 /** Under throttle_non_critical one record in THROTTLE_KEEP_EVERY is admitted (per tenant, per process). */

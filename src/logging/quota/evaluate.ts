@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { declareEvents } from '../../events/declare.js';
 import { newId } from '../../store/ids.js';
 import { governanceQueries, windowOf, type EnforcementAction, type QuotaPolicyRow, type QuotaState } from '../../store/log-governance.js';
-import type { Sql } from '../../store/sql.js';
+import type { Sql } from '../../sql.js';
 import { lockLiveTenants } from '../../store/tenants.js';
 
 /** A quota evaluation that is not ok notifies the tenant (its outbox id is the notification_event_id). */

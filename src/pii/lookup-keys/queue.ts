@@ -1,5 +1,5 @@
-import { ServiceUnavailable } from '../errors.js';
-import type { JobQueues } from '../jobs/queues.js';
+import { ServiceUnavailable } from '../../errors.js';
+import type { JobQueues } from '../../jobs/queues.js';
 
 /** `work`: run what the state holds (reindex, verify, rollback, drop); `grace`: complete once grace has expired. */
 export interface RotationJobData { operationId: string; kind: 'work' | 'grace' }

@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
-import { Conflict, NotFound, ValidationError } from '../errors.js';
-import { declareEvents } from '../events/declare.js';
-import type { LookupSlot } from '../pii/keyring.js';
-import type { TxSql } from '../store/sql.js';
+import { Conflict, NotFound, ValidationError } from '../../errors.js';
+import { declareEvents } from '../../events/declare.js';
+import type { LookupSlot } from '../keyring.js';
+import type { TxSql } from '../../sql.js';
 import { environmentKey, generateKey, initialKeyRow, type KeyRow } from './key-material.js';
-import { keyFingerprint } from '../pii/blind-index.js';
+import { keyFingerprint } from '../blind-index.js';
 import { liveComponents } from './fleet.js';
 import { lookupHmacRepo as repo, type RotationRow } from './repository.js';
 import { advanceTarget, canAbort, laggards, type RotationState } from './states.js';

@@ -1,6 +1,6 @@
 import { declareEvents } from '../events/declare.js';
-import type { Sql } from '../store/sql.js';
-import type { PiiVault } from '../store/pii-vault.js';
+import type { Sql } from '../sql.js';
+import type { PiiVault } from './vault.js';
 
 /** A user whose PII moved partition is updated. */
 const piiMoveEvents = declareEvents(['user.updated']);

@@ -1,7 +1,7 @@
 /**
  * The lookup-HMAC rotation as a state machine (issue 14 item 5), pure: which keys a process writes and
  * reads the blind index with in each state, which moves an operator may make, and what a verification
- * outcome leads to. Storage, processes and jobs are elsewhere (src/lookup-keys/).
+ * outcome leads to. Storage, processes and jobs are elsewhere (src/pii/lookup-keys/).
  *
  *   planned ──advance──▶ distributing ──advance──▶ activation_dual_write ──advance──▶ dual_read
  *      (every process holds the candidate)  (every process writes both)       (inventory frozen at the cutoff)

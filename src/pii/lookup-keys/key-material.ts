@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { initialLookupKey, keyFingerprint } from '../pii/blind-index.js';
-import type { LookupKey, LookupSlot } from '../pii/keyring.js';
-import { decrypt, deriveKey, encrypt } from '../tokens/secrets.js';
+import { initialLookupKey, keyFingerprint } from '../blind-index.js';
+import type { LookupKey, LookupSlot } from '../keyring.js';
+import { decrypt, deriveKey, encrypt } from '../../tokens/secrets.js';
 
 /** A key row of the control plane (lookup_hmac_keys): metadata, and sealed material when generated here. */
 export interface KeyRow {

@@ -1,11 +1,11 @@
 import type { Config } from '../config.js';
 import { ServiceUnavailable } from '../errors.js';
-import { NotifiedCache } from './notified-cache.js';
-import type { Sql } from './sql.js';
-import { blindIndex, initialLookupKey, staticKeyring } from '../pii/blind-index.js';
-import type { LookupKeyring } from '../pii/keyring.js';
-import { PiiPartitions, type PiiPartition } from './pii-partitions.js';
-import { openPii, sealPii, TenantDataKeys, type PiiRecord } from '../pii/sealing.js';
+import { NotifiedCache } from '../notified-cache.js';
+import type { Sql } from '../sql.js';
+import { blindIndex, initialLookupKey, staticKeyring } from './blind-index.js';
+import type { LookupKeyring } from './keyring.js';
+import { PiiPartitions, type PiiPartition } from './partitions.js';
+import { openPii, sealPii, TenantDataKeys, type PiiRecord } from './sealing.js';
 
 /** Index entries of one address: one per key of the keyring's write (or read) set. */
 export interface IndexEntries { generations: number[]; bidxs: Buffer[] }

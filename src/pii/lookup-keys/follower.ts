@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
-import { ServiceUnavailable } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { LookupKey, LookupKeyring } from '../pii/keyring.js';
-import type { Sql } from '../store/sql.js';
+import { ServiceUnavailable } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { LookupKey, LookupKeyring } from '../keyring.js';
+import type { Sql } from '../../sql.js';
 import { initialKeyRow, loadKey, type KeyRow } from './key-material.js';
 import { rotationRow, type RotationRow } from './repository.js';
 import { keyUse, type ComponentAck } from './states.js';
@@ -27,7 +27,7 @@ export interface FollowerOptions {
  * The lookup keyring of one process, following the control plane: it reads the current key and the
  * live rotation every `refreshMs` (one statement, one snapshot), loads the keys that state needs, and
  * reports to Redis the rotation state it applies and the fingerprints it holds, which is what the
- * operator's moves wait for (src/lookup-keys/controller.ts). Fail closed: when its view may be older
+ * operator's moves wait for (src/pii/lookup-keys/controller.ts). Fail closed: when its view may be older
  * than a move could be (no refresh for liveMs / 2), or a key it needs has another fingerprint here,
  * indexing refuses with 503 rather than write or look up under the wrong keys.
  */

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Logger } from '../log.js';
+import type { Logger } from './log.js';
 
 export interface NotifiedCacheOptions<V> {
   /** What the cache holds, for log lines ("client", "tenant settings"). */

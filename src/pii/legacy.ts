@@ -1,5 +1,5 @@
-import { byteaArray, type Sql } from './sql.js';
-import type { PiiVault } from './pii-vault.js';
+import { byteaArray, type Sql } from '../sql.js';
+import type { PiiVault } from './vault.js';
 
 /**
  * Seals users written before migration 0110 (email, name and metadata still in `users`): each gets its

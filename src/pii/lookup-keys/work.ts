@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { Logger } from '../log.js';
-import { blindIndex } from '../pii/blind-index.js';
-import type { LookupKey } from '../pii/keyring.js';
-import type { PiiVault } from '../store/pii-vault.js';
-import { byteaArray, type Sql, type TxSql } from '../store/sql.js';
+import type { Logger } from '../../log.js';
+import { blindIndex } from '../blind-index.js';
+import type { LookupKey } from '../keyring.js';
+import type { PiiVault } from '../vault.js';
+import { byteaArray, type Sql, type TxSql } from '../../sql.js';
 import { block, lagging, transition } from './controller.js';
 import { loadKey } from './key-material.js';
 import { lookupHmacRepo as repo, type RotationRow } from './repository.js';

@@ -1,6 +1,6 @@
-import { loadConfig } from '../config.js';
-import { decrypt, deriveKey, encrypt } from '../tokens/secrets.js';
-import { isEmail } from '../users/email.js';
+import { loadConfig } from './config.js';
+import { decrypt, deriveKey, encrypt } from './tokens/secrets.js';
+import { isEmail } from './users/email.js';
 
 /**
  * Personal data inside JSON documents the service keeps (outbox event data and the webhook deliveries

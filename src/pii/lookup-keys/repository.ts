@@ -1,4 +1,4 @@
-import type { Db } from '../store/sql.js';
+import type { Db } from '../../sql.js';
 import type { KeyRow } from './key-material.js';
 import type { RotationState } from './states.js';
 

@@ -1,5 +1,5 @@
-import { DEFAULT_SETTINGS, type PartitionSettings } from '../pii/residence.js';
-import type { Db } from './sql.js';
+import { DEFAULT_SETTINGS, type PartitionSettings } from './residence.js';
+import type { Db } from '../sql.js';
 
 /** A tenant's PII partition settings (`tenant_pii_settings`); absent means the defaults. */
 export class PiiSettingsRepository {

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import type { Config } from '../config.js';
-import type { Lifecycle } from '../lifecycle.js';
-import type { Logger } from '../log.js';
-import type { PiiVault } from '../store/pii-vault.js';
-import type { Sql } from '../store/sql.js';
+import type { Config } from '../../config.js';
+import type { Lifecycle } from '../../lifecycle.js';
+import type { Logger } from '../../log.js';
+import type { PiiVault } from '../vault.js';
+import type { Sql } from '../../sql.js';
 import { KeyringFollower } from './follower.js';
 
 /**

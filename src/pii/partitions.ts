@@ -1,6 +1,6 @@
 import type { PiiPartitionConfig } from '../config.js';
 import { ServiceUnavailable } from '../errors.js';
-import { createSql, type Sql } from './sql.js';
+import { createSql, type Sql } from '../sql.js';
 
 /** One PII partition: where its `pii_<name>.user_pii` table is, and on which connection. */
 export interface PiiPartition {

@@ -1,6 +1,6 @@
 import type PG from 'postgres';
 import postgres from 'postgres';
-import type { Config } from '../config.js';
+import type { Config } from './config.js';
 
 // postgres.js's own array codec (not in its exports map, so loaded by path next to its entry point).
 const { arrayParser, arraySerializer } = await import(new URL('./types.js', import.meta.resolve('postgres')).href) as {
