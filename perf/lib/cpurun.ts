@@ -19,6 +19,7 @@ export const CPU_SCENARIOS: Record<string, () => Scenario> = {
   'token-exchange': () => SCENARIOS['token-exchange']!,
   'client-credentials': () => SCENARIOS['client-credentials']!,
   'client-credentials-dpop': () => VARIANTS['client-credentials-dpop']!,
+  'introspection-hit-jwt': () => VARIANTS['introspection-hit-jwt']!,
 };
 
 export async function runCpu(lg: LoadGen, t: Target, o: Opts): Promise<ScenarioRun[]> {

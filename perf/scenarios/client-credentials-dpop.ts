@@ -44,8 +44,8 @@ export const clientCredentialsDpop: Scenario = {
     const jwk = privateKey.export({ format: 'jwk' }) as Record<string, unknown>;
     const { d: _d, ...pub } = jwk;
     const head = b64({ typ: 'dpop+jwt', alg: 'ES256', jwk: pub });
-    // svc checks htu against its issuer's /token, which is what the harness's url is.
-    const htu = `${t.url}/token`;
+    // svc checks htu against its issuer's /token (the address clients know it by), not the socket the load goes to.
+    const htu = `${t.bootstrap.issuer}/token`;
     const r = await postForm(t.url + tokenPath(t), Object.fromEntries(new URLSearchParams(body)), auth, { dpop: proofFor(privateKey, head, htu) });
     const bad = classify(r.status, r.text);
     if (bad !== null) throw new Unavailable(`DPoP client_credentials does not work: ${bad} ${r.text.slice(0, 200)}`);

@@ -7,7 +7,13 @@ import { AT_TYPE, TE_GRANT, ccTokens, expiredTokens, introspectPath, revokeAll, 
 import { Unavailable, type Prepared, type Scenario } from './types.js';
 
 type Kind = 'valid' | 'revoked' | 'expired';
-interface Fx { path: string; auths: string[]; bodies: Record<Kind, string[]>; mix: Array<[Kind, number]>; needSub: boolean }
+interface Fx { path: string; auths: string[]; bodies: Record<Kind, string[]>; mix: Array<[Kind, number]>; needSub: boolean; jwt?: boolean }
+
+/** The JSON answer inside a signed introspection answer (RFC 9701: its token_introspection claim). */
+function insideJwt(body: string): string {
+  const payload = safeJson(Buffer.from(body.split('.')[1] ?? '', 'base64url').toString());
+  return JSON.stringify(payload?.token_introspection ?? null);
+}
 
 function classify(kind: Kind, status: number, body: string, needSub: boolean): string | null {
   if (status !== 200) return String(status);
@@ -71,6 +77,20 @@ export function introspectionOnly(kind: 'hit' | 'miss'): Scenario {
       ? 'POST /introspect, valid tokens only: cache hits (decode, one MGET, the cached answer)'
       : 'POST /introspect, revoked tokens only: cache misses (decode, one MGET, RS256 verification, inactive answer)',
   } as Scenario;
+}
+
+/** Cache hits asked for signed answers (RFC 9701): the same work plus one RS256 signature in the pool. */
+export function introspectionJwt(): Scenario {
+  const base = introspectionOnly('hit');
+  return {
+    ...base, name: 'introspection-hit-jwt',
+    describe: 'POST /introspect with Accept: application/token-introspection+jwt, valid tokens only: cache hits answered as RS256-signed JWTs',
+    async prepare(t: Target, opts: Opts): Promise<Prepared> {
+      const p = await base.prepare.call(base, t, opts);
+      (p.fixtures as Fx).jwt = true;
+      return p;
+    },
+  };
 }
 
 export const introspection: Scenario & { mix?: Array<[Kind, number]> } = {
@@ -145,13 +165,13 @@ export const introspection: Scenario & { mix?: Array<[Kind, number]> } = {
         const kind = pick();
         ctx.kind = kind;
         check.sent(kind);
-        req.headers = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: rnd(fx.auths) };
+        req.headers = { 'content-type': 'application/x-www-form-urlencoded', accept: fx.jwt ? 'application/token-introspection+jwt' : 'application/json', authorization: rnd(fx.auths) };
         req.body = rnd(fx.bodies[kind]);
         return req;
       },
       onResponse(status, body, ctx, h) {
         if (status === 503) { check.shedOne(); if (!header(h, 'retry-after').length) check.note('503 without Retry-After'); return; }
-        const bad = classify(ctx.kind, status, body, fx.needSub);
+        const bad = classify(ctx.kind, status, fx.jwt && status === 200 ? insideJwt(body) : body, fx.needSub);
         if (bad === null) check.ok(); else check.miss(ctx.kind, bad);
       },
     }];
