@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, errors, jwtVerify, type JWK } from 'jose';
+import { calculateJwkThumbprint, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK } from 'jose';
 import { OAuthError } from '../errors.js';
 
 /**
@@ -50,6 +50,28 @@ export function athOf(accessToken: string): string {
 
 const invalid = (why: string) => new OAuthError('invalid_dpop_proof', why);
 
+/** A proof key imported for one algorithm, and its thumbprint. */
+interface ProofKey { key: Promise<Awaited<ReturnType<typeof importJWK>>>; jkt: Promise<string> }
+/** How many proof keys a process keeps imported; past that the oldest is dropped. */
+const MAX_KEYS = 10_000;
+// A client signs its proofs with one key: importing it into WebCrypto and hashing its thumbprint once,
+// instead of for every proof, was most of a proof's cost (perf/RESULTS.md run 62). Keyed by the JWK as
+// sent, so a replayed or repeated key finds the same entry; bounded so random keys cannot grow it.
+const proofKeys = new Map<string, ProofKey>();
+
+function proofKey(jwk: JWK, alg: string): ProofKey {
+  const id = `${alg} ${JSON.stringify(jwk)}`;
+  let k = proofKeys.get(id);
+  if (!k) {
+    k = { key: importJWK(jwk, alg), jkt: calculateJwkThumbprint(jwk, 'sha256') };
+    k.key.catch(() => proofKeys.delete(id));
+    k.jkt.catch(() => proofKeys.delete(id));
+    if (proofKeys.size >= MAX_KEYS) proofKeys.delete(proofKeys.keys().next().value!);
+    proofKeys.set(id, k);
+  }
+  return k;
+}
+
 export interface ProofExpectations {
   htm: string;
   /** The endpoint's URI as the client addressed it (issuer-based). */
@@ -72,11 +94,20 @@ export async function verifyProof(proof: string, want: ProofExpectations): Promi
   if (!jwk || typeof jwk !== 'object') throw invalid('The DPoP proof must carry its public key in jwk.');
   // A private member in the header would publish the key; refused by name before jose sees it.
   for (const m of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth']) if (m in jwk) throw invalid('The DPoP proof\'s jwk must be a public key.');
+  // What jose's EmbeddedJWK checks, with the imported key kept (proofKey): use and alg agree with the proof.
+  if (jwk.use !== undefined && jwk.use !== 'sig') throw invalid('The DPoP proof\'s jwk must be a signing key.');
+  if (jwk.alg !== undefined && jwk.alg !== header.alg) throw invalid('The DPoP proof\'s jwk is for another algorithm.');
+  const pk = proofKey(jwk, header.alg);
   let payload: Record<string, unknown>;
   try {
-    ({ payload } = await jwtVerify(proof, EmbeddedJWK, { typ: 'dpop+jwt', algorithms: [...DPOP_ALGS] }));
+    const key = await pk.key;
+    if ((key as { type?: string }).type !== 'public') throw invalid('The DPoP proof\'s jwk must be a public key.');
+    ({ payload } = await jwtVerify(proof, key, { typ: 'dpop+jwt', algorithms: [...DPOP_ALGS] }));
   } catch (err) {
+    if (err instanceof OAuthError) throw err;
     if (err instanceof errors.JOSEError) throw invalid(err.code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED' ? 'The DPoP proof\'s signature does not verify.' : 'The DPoP proof is invalid.');
+    // importJWK refuses a malformed key (no kty, a curve the algorithm does not take) with a TypeError.
+    if (err instanceof TypeError) throw invalid('The DPoP proof\'s jwk is not a valid key for its algorithm.');
     throw err;
   }
   const { jti, htm, htu, iat, ath, nonce } = payload;
@@ -92,5 +123,7 @@ export async function verifyProof(proof: string, want: ProofExpectations): Promi
     if (typeof ath !== 'string' || ath !== athOf(want.accessToken)) throw invalid('The DPoP proof\'s ath does not match the access token.');
   }
   if (nonce !== undefined && typeof nonce !== 'string') throw invalid('The DPoP proof\'s nonce must be a string.');
-  return { jkt: await calculateJwkThumbprint(jwk, 'sha256'), jti, iat, nonce };
+  let jkt: string;
+  try { jkt = await pk.jkt; } catch { throw invalid('The DPoP proof\'s jwk is not a valid key.'); }
+  return { jkt, jti, iat, nonce };
 }

@@ -116,6 +116,10 @@ t.test('the attack table at /token: every bad proof is 400 invalid_dpop_proof an
     ['signed by another key than its jwk', await proof(key, 'POST', tokenUrl, { signWith: other.pair.privateKey })],
     ['a private key in jwk', await proof(key, 'POST', tokenUrl, { header: { jwk: privateJwk } })],
     ['typ JWT', await proof(key, 'POST', tokenUrl, { header: { typ: 'JWT' } })],
+    ['a jwk without kty', await proof(key, 'POST', tokenUrl, { header: { jwk: { crv: key.jwk.crv, x: key.jwk.x, y: key.jwk.y } } })],
+    ['an RSA key named for ES256', await proof(key, 'POST', tokenUrl, { header: { jwk: (await newKey('RS256')).jwk } })],
+    ['a jwk for another algorithm', await proof(key, 'POST', tokenUrl, { header: { jwk: { ...key.jwk, alg: 'PS256' } } })],
+    ['a jwk for encryption', await proof(key, 'POST', tokenUrl, { header: { jwk: { ...key.jwk, use: 'enc' } } })],
     ['not a JWT', 'not-a-proof'],
     ['two DPoP headers', `${await proof(key, 'POST', tokenUrl)}, ${await proof(key, 'POST', tokenUrl)}`],
   ];
