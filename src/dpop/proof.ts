@@ -55,7 +55,7 @@ interface ProofKey { key: Promise<Awaited<ReturnType<typeof importJWK>>>; jkt: P
 /** How many proof keys a process keeps imported; past that the oldest is dropped. */
 const MAX_KEYS = 10_000;
 // A client signs its proofs with one key: importing it into WebCrypto and hashing its thumbprint once,
-// instead of for every proof, was most of a proof's cost (perf/RESULTS.md run 62). Keyed by the JWK as
+// instead of for every proof, was most of a proof's cost (perf/RESULTS.md run 72). Keyed by the JWK as
 // sent, so a replayed or repeated key finds the same entry; bounded so random keys cannot grow it.
 const proofKeys = new Map<string, ProofKey>();
 
