@@ -20,6 +20,8 @@ export const CPU_SCENARIOS: Record<string, () => Scenario> = {
   'client-credentials': () => SCENARIOS['client-credentials']!,
   'client-credentials-dpop': () => VARIANTS['client-credentials-dpop']!,
   'introspection-hit-jwt': () => VARIANTS['introspection-hit-jwt']!,
+  'introspection-hit-dpop': () => VARIANTS['introspection-hit-dpop']!,
+  'introspection-miss-dpop': () => VARIANTS['introspection-miss-dpop']!,
 };
 
 export async function runCpu(lg: LoadGen, t: Target, o: Opts): Promise<ScenarioRun[]> {

@@ -21,6 +21,14 @@ function proofFor(key: KeyObject, head: string, htu: string): string {
   return `${input}.${sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
 }
 
+/** n proofs for one fresh key, for fixtures made before a run. */
+export function dpopProofs(htu: string, n: number): string[] {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { d: _d, ...pub } = privateKey.export({ format: 'jwk' }) as Record<string, unknown>;
+  const head = b64({ typ: 'dpop+jwt', alg: 'ES256', jwk: pub });
+  return Array.from({ length: n }, () => proofFor(privateKey, head, htu));
+}
+
 function classify(status: number, body: string): string | null {
   if (status !== 200) return String(status);
   const j = safeJson(body);

@@ -1,6 +1,6 @@
 import { clientCredentials } from './client-credentials.js';
 import { clientCredentialsDpop } from './client-credentials-dpop.js';
-import { introspection, introspectionJwt, introspectionOnly } from './introspection.js';
+import { introspection, introspectionDpop, introspectionJwt, introspectionOnly } from './introspection.js';
 import { introspectionMix } from './introspection-mix.js';
 import { login } from './login.js';
 import { tokenExchange } from './token-exchange.js';
@@ -20,4 +20,6 @@ export const VARIANTS: Record<string, Scenario> = {
   'introspection-miss': introspectionOnly('miss'),
   'client-credentials-dpop': clientCredentialsDpop,
   'introspection-hit-jwt': introspectionJwt(),
+  'introspection-hit-dpop': introspectionDpop('hit'),
+  'introspection-miss-dpop': introspectionDpop('miss'),
 };

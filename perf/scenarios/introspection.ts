@@ -5,6 +5,7 @@ import { cliJson, type Target } from '../lib/target.js';
 import { basic, num, postForm, say, stamp, type Opts } from '../lib/util.js';
 import { AT_TYPE, TE_GRANT, ccTokens, expiredTokens, introspectPath, revokeAll, type Cred } from './fixtures.js';
 import { Unavailable, type Prepared, type Scenario } from './types.js';
+import { dpopProofs } from './client-credentials-dpop.js';
 
 type Kind = 'valid' | 'revoked' | 'expired';
 interface Fx { path: string; auths: string[]; bodies: Record<Kind, string[]>; mix: Array<[Kind, number]>; needSub: boolean; jwt?: boolean }
@@ -88,6 +89,39 @@ export function introspectionJwt(): Scenario {
     async prepare(t: Target, opts: Opts): Promise<Prepared> {
       const p = await base.prepare.call(base, t, opts);
       (p.fixtures as Fx).jwt = true;
+      return p;
+    },
+  };
+}
+
+/**
+ * Cache hits of DPoP-bound tokens (cnf.jkt, RFC 9449): the same work, the answer carrying cnf and
+ * token_type DPoP. Issue 31: within 5% of a bearer token's cost. The tokens come from client_credentials
+ * with a proof each (the exchanger's single audience is the resource servers' own).
+ */
+export function introspectionDpop(kind: 'hit' | 'miss'): Scenario {
+  const base = introspectionOnly(kind);
+  return {
+    ...base, name: `introspection-${kind}-dpop`,
+    describe: `${base.describe}; DPoP-bound tokens`,
+    async prepare(t: Target, opts: Opts): Promise<Prepared> {
+      const p = await base.prepare.call(base, t, opts);
+      const fx = p.fixtures as Fx;
+      const ex = t.bootstrap!.clients.exchanger;
+      const n = num(opts, 'tokens', 300);
+      const proofs = dpopProofs(`${t.bootstrap!.issuer}/token`, n);
+      const tokens: string[] = [];
+      for (const proof of proofs) {
+        const r = await postForm(`${t.url}/token`, { grant_type: 'client_credentials' }, basic(ex.client_id, ex.client_secret), { dpop: proof });
+        if (r.json?.token_type !== 'DPoP') throw new Unavailable(`no DPoP-bound token: ${r.status} ${r.text.slice(0, 200)}`);
+        tokens.push(String(r.json.access_token));
+      }
+      if (kind === 'miss') await revokeAll(t, ex, tokens);
+      const check = await postForm(t.url + fx.path, { token: tokens[0]! }, fx.auths[0]);
+      if (kind === 'hit' && check.json?.token_type !== 'DPoP') throw new Unavailable(`introspection of a bound token: ${check.text.slice(0, 200)}`);
+      const bodies = tokens.map((tok) => new URLSearchParams({ token: tok }).toString());
+      if (kind === 'hit') fx.bodies.valid = bodies; else fx.bodies.revoked = bodies;
+      p.notes.push(`${n} DPoP-bound tokens (client_credentials with a proof each) replace the ${kind === 'hit' ? 'valid' : 'revoked'} ones`);
       return p;
     },
   };

@@ -15,9 +15,9 @@ import { NO_STORE, type Form } from './params.js';
 const INACTIVE = '{"active":false}';
 const INTROSPECTION_JWT = 'application/token-introspection+jwt';
 
-/** A signed answer when the client asks for one (Accept, RFC 9701 4); plain JSON otherwise. */
-function wantsJwt(accept: string | undefined): boolean {
-  return accept !== undefined && accept.includes(INTROSPECTION_JWT);
+/** A signed answer when the client asks for one (Accept, RFC 9701 4) or registered for it (RFC 9701 6); plain JSON otherwise. */
+function wantsJwt(accept: string | undefined, rs: Client): boolean {
+  return rs.introspectionSignedResponseAlg !== null || (accept !== undefined && accept.includes(INTROSPECTION_JWT));
 }
 const CACHE_TTL = 60;
 // Clock tolerance is for tokens minted elsewhere; ours expire exactly at exp, cached answers included.
@@ -121,7 +121,7 @@ export function introspectRoutes(deps: Deps): Route[] {
       if (!rs.canIntrospect) throw new OAuthError('unauthorized_client', 'The client may not introspect tokens.', 403);
       const answer = refresh ? await introspectRefresh(rs, token) : await introspectJwt(rs, token, rs.clientId === claimed ? ahead : undefined);
       deps.logs?.tokenDecision(rs.tenantId, { decision: 'introspect', client_id: rs.clientId, active: answer !== INACTIVE, token_kind: refreshFirst ? 'refresh_token' : 'access_token' });
-      if (wantsJwt(req.headers.accept)) return signedReply(rs, answer);
+      if (wantsJwt(req.headers.accept, rs)) return signedReply(rs, answer);
       return reply(answer);
     },
   }];

@@ -5,7 +5,9 @@ import * as oauth from 'oauth4webapi';
 import * as oidc from 'openid-client';
 import { j } from '../helpers/http.js';
 import { startTestServer } from '../helpers/server.js';
-import { basic, postForm, setupTenant } from '../helpers/tokens.js';
+import { createClient } from '../../src/clients/create.js';
+import { GRANT } from '../../src/clients/model.js';
+import { adminToken, basic, postForm, setupTenant } from '../helpers/tokens.js';
 
 // JWT introspection responses (RFC 9701): a resource server that asks with
 // `Accept: application/token-introspection+jwt` gets the answer signed with the server's key, for itself
@@ -73,4 +75,26 @@ t.test('openid-client: tokenIntrospection with introspection_signed_response_alg
   // A client that checks the audience refuses an answer made for another client: ours names this one.
   const other = await oidc.discovery(new URL(srv.url), ex.client_id, { client_secret: ex.client_secret, introspection_signed_response_alg: srv.config.tokenSigningAlg }, oidc.ClientSecretBasic(ex.client_secret), { execute: [oidc.allowInsecureRequests] });
   await t.rejects(oidc.tokenIntrospection(other, await tokenOf()), { error: 'unauthorized_client' } as Error & { error: string }, 'a client that may not introspect is still refused');
+});
+
+t.test('a client registered with introspection_signed_response_alg always gets signed answers (RFC 9701 6)', async (t) => {
+  const made = await createClient(srv.deps.sql, srv.deps.tokens.secretKey, {
+    tenantId: b.tenant_id, clientId: `${b.tenant_id}-rs-jwt`, name: 'RS with signed answers', grantTypes: [GRANT.clientCredentials], canIntrospect: true,
+  });
+  const rs2 = { client_id: made.client.clientId, client_secret: made.clientSecret! };
+  const admin = await adminToken(srv, { tenantId: b.tenant_id, permissions: ['admin:clients:read', 'admin:clients:write'] });
+  const put = (alg: string) => fetch(`${srv.url}/api/admin/clients/${rs2.client_id}`, {
+    method: 'PUT', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' }, body: JSON.stringify({ introspection_signed_response_alg: alg }),
+  });
+  const other = srv.config.tokenSigningAlg === 'ES256' ? 'RS256' : 'ES256';
+  const refused = await put(other);
+  t.equal(refused.status, 422, 'an algorithm the server does not sign with');
+  t.match((await j(refused)).details?.introspection_signed_response_alg?.[0], new RegExp(srv.config.tokenSigningAlg));
+  const ok = await put(srv.config.tokenSigningAlg);
+  t.equal(ok.status, 200);
+  t.equal((await j(ok)).introspection_signed_response_alg, srv.config.tokenSigningAlg);
+  const res = await postForm(`${srv.url}/introspect`, rs2, { token: await tokenOf() });
+  t.match(res.headers.get('content-type'), /^application\/token-introspection\+jwt/, 'signed without an Accept header');
+  const { payload } = await jwtVerify(await res.text(), jwks, { audience: rs2.client_id, typ: 'token-introspection+jwt' });
+  t.equal((payload.token_introspection as { active: boolean }).active, true);
 });
