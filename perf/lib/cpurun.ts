@@ -21,6 +21,8 @@ export const CPU_SCENARIOS: Record<string, () => Scenario> = {
   'client-credentials-dpop': () => VARIANTS['client-credentials-dpop']!,
   'introspection-hit-jwt': () => VARIANTS['introspection-hit-jwt']!,
   'introspection-hit-dpop': () => VARIANTS['introspection-hit-dpop']!,
+  'exchange-bearer': () => VARIANTS['exchange-bearer']!,
+  'exchange-dpop': () => VARIANTS['exchange-dpop']!,
   'introspection-miss-dpop': () => VARIANTS['introspection-miss-dpop']!,
 };
 

@@ -1,5 +1,6 @@
 import { clientCredentials } from './client-credentials.js';
 import { clientCredentialsDpop } from './client-credentials-dpop.js';
+import { exchangeOnly } from './exchange-dpop.js';
 import { introspection, introspectionDpop, introspectionJwt, introspectionOnly } from './introspection.js';
 import { introspectionMix } from './introspection-mix.js';
 import { login } from './login.js';
@@ -21,5 +22,7 @@ export const VARIANTS: Record<string, Scenario> = {
   'client-credentials-dpop': clientCredentialsDpop,
   'introspection-hit-jwt': introspectionJwt(),
   'introspection-hit-dpop': introspectionDpop('hit'),
+  'exchange-bearer': exchangeOnly(false),
+  'exchange-dpop': exchangeOnly(true),
   'introspection-miss-dpop': introspectionDpop('miss'),
 };

@@ -145,7 +145,7 @@ t.test('the scan fails on a broken declaration', async (t) => {
   t.match(scan([route("'user.created', 'user.deleted'", "emit('user.created', {});")]).problems, [/declares user\.deleted, which nothing emits/]);
   t.match(scan([{ file: 'src/x.ts', text: "const e = declareEvents(['auth.login']);\nexport const f = (tx) => e.emit(tx, 't', 'auth.logout', {});" }]).problems,
     [/emits auth\.logout, not declared by e/, /declares auth\.login, which nothing emits/]);
-  t.match(scan([{ file: 'src/x.ts', text: "import { recordEvent } from './outbox.js';" }]).problems, [/imports recordEvent: an event written by hand/]);
+  t.match(scan([{ file: 'src/x.ts', text: "import { recordEvent } from './events/outbox.js';" }]).problems, [/imports recordEvent: an event written by hand/]);
   t.match(scan([{ file: 'src/x.ts', text: "export const f = (tx) => other.emit(tx, 't', 'auth.login', {});" }]).problems, [/emits through other, which is no declaration/]);
 });
 
