@@ -109,7 +109,9 @@ export function introspectionDpop(kind: 'hit' | 'miss'): Scenario {
       const fx = p.fixtures as Fx;
       const ex = t.bootstrap!.clients.exchanger;
       const n = num(opts, 'tokens', 300);
-      const proofs = dpopProofs(`${t.bootstrap!.issuer}/token`, n);
+      // As many tokens as the bearer variant uses for this kind (its revoked tokens are an eighth of --tokens).
+      const count = kind === 'hit' ? n : fx.bodies.revoked.length;
+      const proofs = dpopProofs(`${t.bootstrap!.issuer}/token`, count);
       const tokens: string[] = [];
       for (const proof of proofs) {
         const r = await postForm(`${t.url}/token`, { grant_type: 'client_credentials' }, basic(ex.client_id, ex.client_secret), { dpop: proof });
@@ -121,7 +123,7 @@ export function introspectionDpop(kind: 'hit' | 'miss'): Scenario {
       if (kind === 'hit' && check.json?.token_type !== 'DPoP') throw new Unavailable(`introspection of a bound token: ${check.text.slice(0, 200)}`);
       const bodies = tokens.map((tok) => new URLSearchParams({ token: tok }).toString());
       if (kind === 'hit') fx.bodies.valid = bodies; else fx.bodies.revoked = bodies;
-      p.notes.push(`${n} DPoP-bound tokens (client_credentials with a proof each) replace the ${kind === 'hit' ? 'valid' : 'revoked'} ones`);
+      p.notes.push(`${count} DPoP-bound tokens (client_credentials with a proof each) replace the ${kind === 'hit' ? 'valid' : 'revoked'} ones`);
       return p;
     },
   };
