@@ -13,10 +13,10 @@ import { Unavailable, type Prepared, type Scenario } from './types.js';
 
 interface Fx { path: string; htu: string; auth: string; body: string; jwk: Record<string, unknown> }
 
-const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+export const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 
 /** A DPoP proof for one request (ES256, JOSE signature encoding). */
-function proofFor(key: KeyObject, head: string, htu: string): string {
+export function proofFor(key: KeyObject, head: string, htu: string): string {
   const input = `${head}.${b64({ htm: 'POST', htu, jti: randomUUID(), iat: Math.floor(Date.now() / 1000) })}`;
   return `${input}.${sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
 }

@@ -1,22 +1,15 @@
 // Token exchange of one valid subject token, with and without DPoP (issue 31: "DPoP token exchange: CPU
 // per answer <= bearer's + 1.3x one proof verification"). Both send the same form; the DPoP variant adds
 // a fresh ES256 proof per request (signed by the load process) and gets a cnf-bound token back.
-import { createPrivateKey, randomUUID, sign, type KeyObject } from 'node:crypto';
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync } from 'node:crypto';
 import { header, safeJson, type Checker, type ReqSpec } from '../lib/checker.js';
 import type { Target } from '../lib/target.js';
 import { basic, postForm } from '../lib/util.js';
+import { b64, proofFor } from './client-credentials-dpop.js';
 import { AT_TYPE, TE_GRANT, ccTokens } from './fixtures.js';
 import { Unavailable, type Prepared, type Scenario } from './types.js';
 
 interface Fx { path: string; htu: string; auth: string; body: string; jwk?: Record<string, unknown> }
-const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
-
-function proofFor(key: KeyObject, head: string, htu: string): string {
-  const input = `${head}.${b64({ htm: 'POST', htu, jti: randomUUID(), iat: Math.floor(Date.now() / 1000) })}`;
-  return `${input}.${sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
-}
-
 function classify(status: number, body: string, dpop: boolean): string | null {
   if (status !== 200) return String(status);
   const j = safeJson(body);
