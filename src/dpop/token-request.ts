@@ -33,10 +33,11 @@ export class DpopAtEndpoint {
     this.nonces = new DpopNonces(secret);
   }
 
-  start(req: HttpRequest, claimedClient: string | undefined): PendingProof | undefined {
+  /** `claimant` names the client the request claims; only asked when there is a proof. */
+  start(req: HttpRequest, claimant: () => string | undefined): PendingProof | undefined {
     const proof = req.headers.dpop;
     if (proof === undefined) return undefined;
-    const scope = claimedClient ?? '';
+    const scope = claimant() ?? '';
     const peek = peekProof(proof);
     const fresh = peek === undefined ? undefined
       : this.redis.set(redisKeys.dpopJti(scope, sha256b64url(peek.jti)), '1', 'EX', REPLAY_TTL, 'NX') as Promise<'OK' | null>;

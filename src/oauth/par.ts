@@ -32,7 +32,7 @@ export function parRoutes(deps: Deps): Route[] {
       const form = body as Record<string, string | string[] | undefined>;
       const auth: Record<string, string | string[]> = {};
       for (const k of CLIENT_AUTH_PARAMS) { const v = form[k]; if (v !== undefined) auth[k] = v; }
-      const proof = dpop.start(req, proofClaimant(req, auth));
+      const proof = dpop.start(req, () => proofClaimant(req, auth));
       const client = await authenticateClient(authCtx, req, auth);
       if (!client.grantTypes.includes(GRANT.authorizationCode)) throw new OAuthError('unauthorized_client', 'The client may not use the authorization code flow.');
       const tenant = await deps.tokens.tenantSettings.get(client.tenantId);

@@ -46,7 +46,7 @@ export function tokenRoutes(deps: Deps): Route[] {
         const claimed = grant?.readAhead ? claimedClientId(req, auth) : undefined;
         const ahead = grant?.readAhead?.(deps, grantInput(grant, body), claimed === undefined ? undefined : failureBudgetKey(claimed, req.ip));
         // In the same tick as the read above: the proof's replay write shares its Redis round trip.
-        const proof = dpop.start(req, proofClaimant(req, auth));
+        const proof = dpop.start(req, () => proofClaimant(req, auth));
         const client = await authenticateClient(authCtx, req, auth, ahead?.[0]?.failures);
         if (!grant) throw new OAuthError('unsupported_grant_type', 'The grant type is not supported.');
         if (!client.grantTypes.includes(body.grant_type)) throw new OAuthError('unauthorized_client', 'The client may not use this grant type.');
