@@ -1,12 +1,11 @@
 import type { Redis } from 'ioredis';
-import { DpopUnauthorized, OAuthError, ServiceUnavailable } from '../errors.js';
+import { DpopUnauthorized, OAuthError } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
-import { redisKeys } from '../store/redis-keys.js';
 import type { TenantSettingsCache } from '../tenants/settings-cache.js';
 import type { JwtPayload } from '../tokens/jwt.js';
-import { sha256b64url } from '../tokens/secrets.js';
 import { DpopNonces } from './nonce.js';
-import { DPOP_ALGS, PROOF_MAX_AGE, PROOF_MAX_SKEW, verifyProof } from './proof.js';
+import { DPOP_ALGS, verifyProof } from './proof.js';
+import { proofFresh, spendProofJti } from './replay.js';
 
 /** `DPoP <token>` (RFC 9449 7.1), scheme in any case, as Bearer's b64token. */
 const DPOP_SCHEME = /^dpop +([A-Za-z0-9._~+/-]+=*) *$/i;
@@ -53,10 +52,6 @@ export class ResourceDpop {
     if ((await this.settings.get(tenant)).settings.dpop_nonce === true && !this.nonces.valid(tenant, v.nonce)) {
       throw refuse('use_dpop_nonce', 'Send a DPoP proof with the server-provided nonce.', this.nonces.current(tenant));
     }
-    let fresh: string | null;
-    try {
-      fresh = await this.redis.set(redisKeys.dpopJti(`rs:${jkt}`, sha256b64url(v.jti)), '1', 'EX', PROOF_MAX_AGE + PROOF_MAX_SKEW + 1, 'NX');
-    } catch (err) { throw new ServiceUnavailable('DPoP proofs cannot be checked right now.', 1, err); }
-    if (fresh === null) throw refuse('invalid_dpop_proof', 'The DPoP proof was already used.');
+    if (!(await proofFresh(spendProofJti(this.redis, `rs:${jkt}`, v.jti)))) throw refuse('invalid_dpop_proof', 'The DPoP proof was already used.');
   }
 }

@@ -1,16 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { Client } from '../clients/model.js';
-import { OAuthError, ServiceUnavailable, UseDpopNonce } from '../errors.js';
+import { OAuthError, UseDpopNonce } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
-import { redisKeys } from '../store/redis-keys.js';
 import type { TenantProfile } from '../tenants/settings-cache.js';
-import { sha256b64url } from '../tokens/secrets.js';
 import { requirementsFor } from '../tenants/security-profile.js';
 import { DpopNonces } from './nonce.js';
-import { peekProof, PROOF_MAX_AGE, PROOF_MAX_SKEW, verifyProof } from './proof.js';
-
-/** A jti is remembered as long as a proof carrying it can be accepted, and a second more. */
-const REPLAY_TTL = PROOF_MAX_AGE + PROOF_MAX_SKEW + 1;
+import { peekProof, verifyProof } from './proof.js';
+import { proofFresh, spendProofJti } from './replay.js';
 
 /** A proof presented at /token (or /par), its replay write already on its way to Redis. */
 export interface PendingProof {
@@ -39,9 +35,7 @@ export class DpopAtEndpoint {
     if (proof === undefined) return undefined;
     const scope = claimant() ?? '';
     const peek = peekProof(proof);
-    const fresh = peek === undefined ? undefined
-      : this.redis.set(redisKeys.dpopJti(scope, sha256b64url(peek.jti)), '1', 'EX', REPLAY_TTL, 'NX') as Promise<'OK' | null>;
-    fresh?.catch(() => {}); // awaited in finish(), unless the request fails earlier
+    const fresh = peek === undefined ? undefined : spendProofJti(this.redis, scope, peek.jti);
     return { proof, scope, fresh };
   }
 
@@ -58,10 +52,7 @@ export class DpopAtEndpoint {
     if (tenant.settings.dpop_nonce === true && !this.nonces.valid(client.tenantId, v.nonce)) throw new UseDpopNonce(this.nonces.current(client.tenantId));
     // The replay record was written under the client the request claimed; a proof is that client's only.
     if (pending.scope !== client.clientId || pending.fresh === undefined) throw new OAuthError('invalid_dpop_proof', 'The DPoP proof is invalid.');
-    let fresh: 'OK' | null;
-    // Fail closed: a proof whose first use cannot be recorded is not accepted.
-    try { fresh = await pending.fresh; } catch (err) { throw new ServiceUnavailable('DPoP proofs cannot be checked right now.', 1, err); }
-    if (fresh === null) throw new OAuthError('invalid_dpop_proof', 'The DPoP proof was already used.');
+    if (!(await proofFresh(pending.fresh))) throw new OAuthError('invalid_dpop_proof', 'The DPoP proof was already used.');
     return { jkt: v.jkt };
   }
 
