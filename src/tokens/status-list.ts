@@ -49,7 +49,7 @@ export interface StatusClaim { status_list: { idx: number; uri: string } }
 export class StatusLists {
   private readonly blocks = new Map<string, { next: number; end: number }>();
   private readonly allocating = new Map<string, Promise<number>>();
-  private readonly built = new Map<string, { at: number; token: Promise<string> }>();
+  private readonly built = new Map<string, { at: number; token: Promise<string | null> }>();
 
   constructor(private readonly sql: Sql, private readonly issuer: string, private readonly settings: SettingsSource, private readonly signer: Signer) {}
 
@@ -98,8 +98,10 @@ export class StatusLists {
     const hit = this.built.get(key);
     if (hit && now - hit.at < REBUILD_MS) return hit.token;
     const token = this.build(tenant, list);
-    this.built.set(key, { at: now, token: token.then((x) => x ?? '') });
-    token.catch(() => this.built.delete(key));
+    this.built.set(key, { at: now, token });
+    // Only lists that exist stay cached (so asking for arbitrary list numbers cannot grow the map); a
+    // failed build is forgotten, and its rejection is the caller's.
+    token.then((t) => { if (t === null) this.built.delete(key); }, () => this.built.delete(key));
     return token;
   }
 
