@@ -13,6 +13,7 @@ import { requirementsFor } from '../tenants/security-profile.js';
 import { servingStatus } from '../tenants/settings-cache.js';
 import { CLIENT_AUTH_PARAMS } from './grants/grant.js';
 import { NO_STORE } from './params.js';
+import { pick } from './token.js';
 
 const AUTH = new Set<string>(CLIENT_AUTH_PARAMS);
 
@@ -30,8 +31,7 @@ export function parRoutes(deps: Deps): Route[] {
     doc: { summary: 'Pushed authorization request (RFC 9126): validate an authorization request now, answer its request_uri', tags: ['oauth'], security: 'basic', responses: { 201: 'oauth.par-response' }, errors: [400, 401, 403, 503] },
     handler: async ({ req, body }) => {
       const form = body as Record<string, string | string[] | undefined>;
-      const auth: Record<string, string | string[]> = {};
-      for (const k of CLIENT_AUTH_PARAMS) { const v = form[k]; if (v !== undefined) auth[k] = v; }
+      const auth = pick(body, CLIENT_AUTH_PARAMS);
       const proof = dpop.start(req, () => proofClaimant(req, auth));
       const client = await authenticateClient(authCtx, req, auth);
       if (!client.grantTypes.includes(GRANT.authorizationCode)) throw new OAuthError('unauthorized_client', 'The client may not use the authorization code flow.');

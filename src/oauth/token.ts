@@ -11,11 +11,11 @@ import { CLIENT_AUTH_PARAMS, type Grant } from './grants/grant.js';
 import { grants } from './grants/index.js';
 import { NO_STORE, type Form } from './params.js';
 
-/** The named parameters of the request, and only those: what the token endpoint passes on. */
-function pick(form: FormToken, names: readonly (keyof FormToken & string)[]): Form {
+/** The named parameters of the request, and only those: what the token endpoint (and /par) passes on. */
+export function pick<F extends object>(form: F, names: readonly (keyof F & string)[]): Form {
   const out: Form = {};
   for (const n of names) {
-    const v = form[n];
+    const v: unknown = form[n];
     if (typeof v === 'string' || Array.isArray(v)) out[n] = v;
   }
   return out;
