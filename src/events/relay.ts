@@ -100,7 +100,7 @@ export class OutboxRelay {
     })));
     // A delivery purged between the read and the add (its tenant deleted meanwhile) must not leave its job queued.
     const gone = await this.deliveries.markQueued(items, Date.now());
-    for (const i of gone) await this.jobs.queue('webhooks').remove(deliveryJobId(i.id, i.attempt)).catch(() => 0);
+    for (const i of gone) await this.jobs.queue('webhooks').then((q) => q.remove(deliveryJobId(i.id, i.attempt))).catch(() => 0);
   }
 
   private async checkSentinel(): Promise<void> {
@@ -117,7 +117,7 @@ export class OutboxRelay {
     const items = await this.deliveries.overdue(Date.now() - this.opts.overdueGraceMs, 200);
     const lost: Unqueued[] = [];
     for (const i of items) {
-      const job = await this.jobs.queue('webhooks').getJob(deliveryJobId(i.id, i.attempt));
+      const job = await (await this.jobs.queue('webhooks')).getJob(deliveryJobId(i.id, i.attempt));
       if (!job) lost.push(i);
       else if (await job.isFailed()) await job.retry();
     }

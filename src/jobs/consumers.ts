@@ -63,6 +63,6 @@ export async function registerSchedules(role: WorkerRole, jobs: JobQueues, confi
   for (const k of Object.keys(JOBS) as JobName[]) {
     const d = JOBS[k];
     if (!('schedule' in d) || !d.schedule || QUEUES[d.queue].role !== role) continue;
-    await jobs.queue(d.queue).upsertJobScheduler(d.schedule.id, { every: ms(d.schedule.every, config) }, { name: d.name, opts: d.options });
+    await (await jobs.queue(d.queue)).upsertJobScheduler(d.schedule.id, { every: ms(d.schedule.every, config) }, { name: d.name, opts: d.options });
   }
 }

@@ -2,7 +2,7 @@ import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { validators } from '../generated/index.js';
-import { closeRedis, createRedis } from '../store/redis.js';
+import { closeRedis, createRedis, whenReady } from '../store/redis.js';
 import { queuePrefix } from '../store/redis-keys.js';
 import { JOBS, type JobData, type JobName, type QueueName } from './table.js';
 
@@ -36,10 +36,16 @@ export class JobQueues {
     return (this.conn ??= createRedis(this.config, 'producer'));
   }
 
-  /** The BullMQ queue itself, for reads and removals (getJob, remove, getDelayed); adds go through add(). */
-  queue(name: QueueName): Queue {
+  /**
+   * The BullMQ queue itself, for reads and removals (getJob, remove, getDelayed); adds go through add().
+   * Made only once the connection is ready (see whenReady); until then this fails fast and a later call
+   * tries again.
+   */
+  async queue(name: QueueName): Promise<Queue> {
     let q = this.queues.get(name);
     if (!q) {
+      await whenReady(this.connection);
+      if ((q = this.queues.get(name))) return q;
       q = new Queue(name, { connection: this.connection, prefix: queuePrefix(this.config) });
       q.on('error', () => {});
       this.queues.set(name, q);
@@ -52,14 +58,14 @@ export class JobQueues {
     checkJobData(key, data);
     const { name, ...rest } = opts;
     const d = JOBS[key];
-    return this.queue(d.queue).add(name ?? d.name, data, { ...d.options, ...rest });
+    return (await this.queue(d.queue)).add(name ?? d.name, data, { ...d.options, ...rest });
   }
 
   /** Adds several jobs of one kind in one round trip. */
   async addBulk<K extends JobName>(key: K, items: Array<{ data: JobData<K>; opts?: AddOptions }>): Promise<Job[]> {
     const d = JOBS[key];
     for (const i of items) checkJobData(key, i.data);
-    return this.queue(d.queue).addBulk(items.map(({ data, opts = {} }) => {
+    return (await this.queue(d.queue)).addBulk(items.map(({ data, opts = {} }) => {
       const { name, ...rest } = opts;
       return { name: name ?? d.name, data, opts: { ...d.options, ...rest } };
     }));

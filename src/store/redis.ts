@@ -104,6 +104,26 @@ export function createRedis(config: RedisConfig, role: RedisRole = 'cache', opts
   return redis;
 }
 
+/**
+ * Resolves when the connection is ready for commands, or rejects after `timeoutMs`. BullMQ reads the
+ * server version as soon as a Queue is made and treats a Cluster still in 'connect' as ready; on a
+ * fail-fast connection (no offline queue) that read fails, and the Queue stays broken for good. So a
+ * Queue is made on a fail-fast cluster connection only once this resolved.
+ */
+export function whenReady(redis: Redis, timeoutMs = 2000): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      if (err) reject(err); else resolve();
+    };
+    const onReady = () => done();
+    const timer = setTimeout(() => done(new Error(`redis not ready after ${timeoutMs} ms (${redis.status})`)), timeoutMs);
+    redis.on('ready', onReady);
+  });
+}
+
 /** Whether a connection made by createRedis talks to a Redis Cluster. */
 export function isCluster(redis: Redis): boolean {
   return (redis as unknown as { isCluster?: boolean }).isCluster === true;

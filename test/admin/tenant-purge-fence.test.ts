@@ -5,7 +5,7 @@ import { createLogger } from '../../src/log.js';
 import { JOBS } from '../../src/jobs/table.js';
 import { counterField } from '../../src/store/redis-keys.js';
 import { startSmtpSink } from '../../src/mail/dev-sink.js';
-import { closeRedis, createRedis, masters } from '../../src/store/redis.js';
+import { closeRedis, createRedis, masters, whenReady } from '../../src/store/redis.js';
 import { queuePrefix, redisKeys } from '../../src/store/redis-keys.js';
 import { decodeJwt } from '../../src/tokens/jwt.js';
 import { startEmailWorker } from '../../workers/email-worker.js';
@@ -43,6 +43,7 @@ const queueRedis = createRedis(cfg, 'producer');
 const eventsConn = createRedis(cfg, 'worker');
 const runs = new QueueEvents(JOBS['log-archive'].queue, { connection: eventsConn, prefix: queuePrefix(cfg) });
 await runs.waitUntilReady();
+await whenReady(queueRedis);
 const webhookQueue = new Queue(JOBS['webhook-delivery'].queue, { connection: queueRedis, prefix: queuePrefix(cfg) });
 t.teardown(async () => {
   await runs.close();

@@ -15,7 +15,7 @@ const config = testConfig({ DATABASE_URL: db.url });
 const sql = testSql(config);
 const tenant = await createTenant(sql, 'outbox');
 const jobQueues = new JobQueues(config);
-const queue = jobQueues.queue('webhooks');
+const queue = await jobQueues.queue('webhooks');
 await queue.waitUntilReady();
 t.teardown(async () => { await queue.obliterate({ force: true }).catch(() => {}); await jobQueues.close(); await sql.end({ timeout: 2 }); await db.drop(); });
 

@@ -7,7 +7,8 @@ import { WORKER_ROLES } from '../../src/jobs/declare.js';
 import { JobQueues } from '../../src/jobs/queues.js';
 import { JOBS, QUEUES, type JobName } from '../../src/jobs/table.js';
 import { createLogger } from '../../src/log.js';
-import { testConfig } from '../helpers/env.js';
+import { isCluster } from '../../src/store/redis.js';
+import { testConfig, uniqueName } from '../helpers/env.js';
 import { waitFor } from '../helpers/processes.js';
 
 // The jobs table (src/jobs/table.ts) is the one place background work is declared. This file fails when
@@ -73,6 +74,25 @@ t.test('data a job\'s schema refuses is refused when it is added, before anythin
   await t.rejects(jobs.add('webhook-delivery', { tenantId: 't', deliveryId: 'd' } as never), { name: 'TypeError', message: /jobs.webhook-delivery/ });
 });
 
+t.test('a job added while the cluster connection is still checking the cluster is queued, and the queue keeps working', async (t) => {
+  const config = testConfig();
+  const jobs = new JobQueues(config);
+  t.teardown(() => jobs.close());
+  const conn = jobs.connection;
+  if (!isCluster(conn)) {
+    t.pass('one Redis: BullMQ waits for its ready event itself (the suite runs on a cluster unless TEST_REDIS=single)');
+    return;
+  }
+  // CI once caught a Queue made in this window: BullMQ took the cluster's 'connect' for ready, its first
+  // command failed without an offline queue, and every later add on that queue failed with it.
+  await new Promise<void>((resolve) => conn.once('connect', () => resolve()));
+  t.equal(conn.status, 'connect', 'the cluster is connected but not yet ready');
+  const job = await jobs.add('tenant-purge', { tenantId: uniqueName('never') }, { delay: 3_600_000 });
+  const queue = await jobs.queue(JOBS['tenant-purge'].queue);
+  t.equal(await queue.getJobState(job.id!), 'delayed', 'the job is in the queue');
+  await queue.remove(job.id!);
+});
+
 t.test('a job whose data its schema refuses fails for good when consumed, without being run', async (t) => {
   // Nothing listens on this SMTP port: a job that got as far as sending would fail and be retried instead.
   const config = testConfig({ SMTP_URL: 'smtp://127.0.0.1:9' });
@@ -81,11 +101,11 @@ t.test('a job whose data its schema refuses fails for good when consumed, withou
   const worker = await startEmailWorker(config, createLogger('silent'));
   t.teardown(async () => { await worker.close(); await jobs.close(); });
   // Added around the producer's check, as an old or foreign producer could.
-  const job = await jobs.queue('email').add('login_code', { template: 'login_code', tenantId: 't', to: 'a@example.com' }, { attempts: 5 });
+  const job = await (await jobs.queue('email')).add('login_code', { template: 'login_code', tenantId: 't', to: 'a@example.com' }, { attempts: 5 });
   let failed: { reason: string; attempts: number; state: string } | undefined;
   await waitFor(async () => {
-    if ((await jobs.queue('email').getJobState(job.id!)) !== 'failed') return false;
-    const j = (await jobs.queue('email').getJob(job.id!))!;
+    if ((await (await jobs.queue('email')).getJobState(job.id!)) !== 'failed') return false;
+    const j = (await (await jobs.queue('email')).getJob(job.id!))!;
     failed = { reason: j.failedReason, attempts: j.attemptsMade, state: 'failed' };
     return true;
   }, 10_000);

@@ -80,7 +80,7 @@ t.test('the queue Redis loses its data: pending deliveries are enqueued again fr
   // With no consumer running, a relay pass fans r2 out, adds its job to BullMQ and marks it queued...
   await emit(sql, { tenantId: tenant, event: 'security.alert', data: { reason: 'r2' } });
   const jobQueues = new JobQueues(config);
-  const queue = jobQueues.queue('webhooks');
+  const queue = await jobQueues.queue('webhooks');
   const relay = new OutboxRelay(sql, jobQueues, config.redisPrefix, createLogger('silent'));
   await queue.waitUntilReady();
   await relay.pass();
