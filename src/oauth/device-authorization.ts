@@ -6,6 +6,9 @@ import { route } from '../http/route.js';
 import type { Route } from '../http/types.js';
 import { requirementsFor } from '../tenants/security-profile.js';
 import { servingStatus } from '../tenants/settings-cache.js';
+import { hitLimits } from '../store/rate-limit.js';
+import { redisKeys } from '../store/redis-keys.js';
+import { DEVICE } from './device/options.js';
 import { createDeviceAuthorization } from './device/store.js';
 import { displayUserCode } from './device/user-code.js';
 import { CLIENT_AUTH_PARAMS } from './grants/grant.js';
@@ -23,7 +26,7 @@ export function deviceAuthorizationRoutes(deps: Deps): Route[] {
   const authCtx = clientAuthContext(deps, `${issuer}/device_authorization`);
   return [route({
     method: 'POST', path: '/device_authorization', iface: 'oauth', body: 'form', bodySchema: 'form.device-authorization',
-    doc: { summary: 'Device authorization request (RFC 8628): a device code to poll /token with and a user code to enter at /device', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.device-authorization-response' }, errors: [400, 401, 403, 503] },
+    doc: { summary: 'Device authorization request (RFC 8628): a device code to poll /token with and a user code to enter at /device', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.device-authorization-response' }, errors: [400, 401, 403, 429, 503] },
     handler: async ({ req, body }) => {
       const form = pick(body, [...CLIENT_AUTH_PARAMS, 'scope']);
       const client = await authenticateClient(authCtx, req, pick(body, CLIENT_AUTH_PARAMS));
@@ -36,6 +39,8 @@ export function deviceAuthorizationRoutes(deps: Deps): Route[] {
       const wanted = raw === undefined ? client.scopes : scopeList(raw);
       const scope = wanted.filter((s) => client.scopes.includes(s));
       if (scope.length === 0) throw new OAuthError('invalid_scope', 'None of the requested scopes is allowed for this application.');
+      // A public client's id is no secret: bound what one address can make us hold in Redis.
+      await hitLimits(deps.redis, [{ key: redisKeys.deviceAuthorizationRate(client.clientId, req.ip || 'unknown'), limit: DEVICE.authorizationsPerSourcePerMinute, windowMs: 60_000 }], 'Too many device authorizations from this address; try again later.');
       const ttl = Math.min(deps.config.deviceCodeTtlSeconds, tenant.settings.device_code_ttl ?? Infinity);
       const interval = deps.config.devicePollIntervalSeconds;
       const { deviceCode, userCode } = await createDeviceAuthorization(deps.redis, { tenantId: client.tenantId, clientId: client.clientId, scope, ttlSeconds: ttl, intervalSeconds: interval });

@@ -108,6 +108,8 @@ export const redisKeys = {
   deviceAuthorization: (deviceCodeHash: string) => `dev:${deviceCodeHash}`,
   /** The device code hash a user code names, under the hash of the user code (SET NX: live codes are unique). Read alone; no tag needed. */
   deviceUserCode: (userCodeHash: string) => `devuc:${userCodeHash}`,
+  /** Device authorizations started per client and client address (rate-limit script, one key per call). Tag `{<client id>}` as the client's other keys. */
+  deviceAuthorizationRate: (clientId: string, ip: string) => `rl:dev:{${clientId}}:${ip}`,
   /** Wrong user codes entered per client address (failure budget, src/store/rate-limit.ts). No tag needed. */
   deviceEntryFailIp: (ip: string) => `bf:dev:ip:${ip}`,
 
@@ -126,13 +128,13 @@ export const redisKeys = {
   /**
    * Whether a key (before the keyPrefix) belongs to one tenant by its name, for the tenant's purge
    * (src/tenants/purge.ts): its marks and approval codes (tag `{t:<tenant>}`), its consent cache, the
-   * introspection cache, client-assertion jtis and failure budget of its clients, the rate windows of
+   * introspection cache, client-assertion jtis, device-authorization rate windows and failure budget of its clients, the rate windows of
    * its check API keys, and the revocation entries of its tokens (their keys given). The purge writes
    * the suspension mark again afterwards: a deleted tenant's tokens stay refused.
    */
   tenantOwns: (o: { tenant: string; clientIds: ReadonlySet<string>; checkKeyIds: ReadonlySet<string>; revokedJtiKeys: ReadonlySet<string> }) => (key: string): boolean => {
     if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`)) return true;
-    const tagged = /^(ic|ca|ck:rl):\{([^}]*)\}:/.exec(key);
+    const tagged = /^(ic|ca|ck:rl|rl:dev):\{([^}]*)\}:/.exec(key);
     if (tagged) return (tagged[1] === 'ck:rl' ? o.checkKeyIds : o.clientIds).has(tagged[2]!);
     if (key.startsWith('bf:client:')) return o.clientIds.has(key.slice('bf:client:'.length)); // clientAuthFail (ids over 200 characters are cut there)
     return o.revokedJtiKeys.has(key);

@@ -196,3 +196,12 @@ t.test('bad input is a clear 4xx', async (t) => {
   t.match(entry.headers.get('content-security-policy'), /default-src 'none'/);
   t.notMatch(await entry.text(), /<b>/, 'escaped');
 });
+
+t.test('device authorizations are rate-limited per client and address (30 a minute)', async (t) => {
+  const xff = { 'x-forwarded-for': '192.0.2.44' };
+  const statuses: number[] = [];
+  for (let i = 0; i < 31; i++) statuses.push((await form('/device_authorization', { client_id: B.tv, scope: 'openid' }, xff)).status);
+  t.same(statuses.slice(0, 30), Array(30).fill(200));
+  t.equal(statuses[30], 429);
+  t.equal((await form('/device_authorization', { client_id: B.tv, scope: 'openid' }, { 'x-forwarded-for': '192.0.2.45' })).status, 200, 'another address');
+});

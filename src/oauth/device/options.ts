@@ -8,6 +8,8 @@ export const DEVICE = {
   slowDownStepSeconds: 5,
   /** Seconds a record is kept after its code expired or was used, so late polls get expired_token or invalid_grant. */
   keepAfterExpirySeconds: 600,
+  /** Device authorizations one client address may start per client per minute (each holds Redis state until it expires); then 429. */
+  authorizationsPerSourcePerMinute: 30,
   /** Wrong user codes one client address may enter per window, across processes; then 429. */
   entryFailuresPerSource: 20,
   entryFailureWindowSeconds: 900,
