@@ -28,6 +28,8 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
     m.introspection_endpoint = `${issuer}/introspect`;
     m.revocation_endpoint = `${issuer}/revoke`;
     if (has('/logout')) m.end_session_endpoint = `${issuer}/logout`;
+    // RFC 8414 2 / RFC 7591 3: dynamic client registration.
+    if (has('/register')) m.registration_endpoint = `${issuer}/register`;
     m.grant_types_supported = [...grants.keys()];
     if (has('/authorize')) {
       m.response_types_supported = ['code'];
