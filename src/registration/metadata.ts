@@ -17,6 +17,7 @@ export interface RegisteredFields {
 
 const ECHOED = ['software_id', 'software_version', 'client_uri', 'logo_uri', 'tos_uri', 'policy_uri', 'contacts', 'software_statement'] as const;
 const DEFAULT_NAME = 'Dynamically registered client';
+const PUBLIC_GRANTS: ReadonlySet<string> = new Set([GRANT.authorizationCode, GRANT.refreshToken, GRANT.deviceCode]);
 
 /**
  * RFC 7591 3.2.2: a schema violation of the metadata is invalid_redirect_uri when it is in a redirect URI,
@@ -60,8 +61,8 @@ export function registeredFields(m: OauthClientRegistration, policy: Registratio
   if (code !== responseTypes.includes('code')) throw meta('response_types code goes with the authorization_code grant type, and only with it.');
   const authMethod = m.token_endpoint_auth_method ?? 'client_secret_basic';
   if (!policy.allowed_auth_methods.includes(authMethod)) throw meta(`token_endpoint_auth_method ${authMethod} is not allowed in this tenant.`);
-  // Public clients exist only for the authorization code flow (with PKCE), as for admin-created clients.
-  if (authMethod === 'none' && grantTypes.some((g) => g !== GRANT.authorizationCode && g !== GRANT.refreshToken)) throw meta('A public client (token_endpoint_auth_method none) may only use authorization_code and refresh_token.');
+  // Public clients are for people's devices: the authorization code flow (with PKCE) and the device flow.
+  if (authMethod === 'none' && grantTypes.some((g) => !PUBLIC_GRANTS.has(g))) throw meta('A public client (token_endpoint_auth_method none) may only use authorization_code, refresh_token and device_code.');
   const redirectUris = m.redirect_uris ?? [];
   if (code && redirectUris.length === 0) throw new OAuthError('invalid_redirect_uri', 'redirect_uris is required for the authorization_code grant type.');
   for (const uri of redirectUris) {
