@@ -7,6 +7,7 @@ import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
 import { parRoutes } from './par.js';
+import { registrationRoutes } from './register.js';
 import { statusListRoutes } from './status-lists.js';
 import { revokeRoutes } from './revoke.js';
 import { tokenRoutes } from './token.js';
@@ -21,6 +22,7 @@ export function oauthRoutes(deps: Deps, router: () => Router): Route[] {
     ...discoveryRoutes(deps, router),
     ...authorizeRoutes(deps),
     ...parRoutes(deps),
+    ...registrationRoutes(deps),
     ...deviceAuthorizationRoutes(deps),
     ...userinfoRoutes(deps),
     ...logoutRoutes(deps),
