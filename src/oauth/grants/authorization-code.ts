@@ -10,6 +10,7 @@ import { revokeFamily, storeRefreshToken } from '../../tokens/refresh-tokens.js'
 import { sha256b64url } from '../../tokens/secrets.js';
 import { issueIdToken } from '../id-token.js';
 import { one, required } from '../params.js';
+import { requestedTargets, scopeForAudience, withinGrant } from '../resource-indicators.js';
 import { audClaim, bindTo, resolveTargets, tokenType, ttlFor, type Grant } from './grant.js';
 
 /** A replayed authorization code is a security alert (its first tokens are revoked). */
@@ -71,13 +72,18 @@ export const authorizationCode: Grant = {
       if (binding.jkt !== rec.dpopJkt) throw invalidGrant('The DPoP proof\'s key is not the one the authorization request named (dpop_jkt).');
     }
     const scope = rec.scope.join(' ');
-    const { aud } = resolveTargets(client, form, deps.config.issuer, deps.config.issuer);
+    // RFC 8707 2.2: with resources in the authorization request, the token is for some or all of them.
+    const granted = rec.resource ?? [];
+    const aud = granted.length ? withinGrant(requestedTargets(form), granted, granted) : resolveTargets(client, form, deps.config.issuer, deps.config.issuer).aud;
+    const tokenScope = await scopeForAudience(deps, rec.tenantId, aud, scope, false);
     const ttl = (await ttlFor(deps, client));
-    const admin = await adminClaimsFor(deps, rec.tenantId, rec.userId, audClaim(aud), scope);
+    const admin = await adminClaimsFor(deps, rec.tenantId, rec.userId, audClaim(aud), tokenScope);
     const at = await deps.tokens.accessTokens.issue({
-      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo({ auth_time: rec.authTime, email: rec.email, ...admin }, binding),
+      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope: tokenScope, ttlSeconds: ttl, extra: bindTo({ auth_time: rec.authTime, email: rec.email, ...admin }, binding),
     });
-    const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope };
+    const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope: tokenScope };
+    // The refresh token keeps the whole grant: its default audience, and the resources it may be refreshed for.
+    const grantClaims = { aud: audClaim(aud), ...(granted.length ? { resources: granted } : {}) };
     const issued: IssuedFromCode = { accessJti: at.jti, accessExp: at.exp };
     const [idToken, refresh] = await Promise.all([
       rec.scope.includes('openid')
@@ -88,7 +94,7 @@ export const authorizationCode: Grant = {
           tenantId: rec.tenantId, clientId: client.clientId, sub: rec.userId, scope, accessJti: at.jti, authTime: rec.authTime * 1000,
           // A public client's refresh token is bound to the proof's key (RFC 9449 5); a confidential client's
           // is held by its authentication, and each refresh binds the new access token to that request's proof.
-          claims: binding && client.authMethod === 'none' ? { aud: audClaim(aud), cnf: { jkt: binding.jkt } } : { aud: audClaim(aud) }, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
+          claims: binding && client.authMethod === 'none' ? { ...grantClaims, cnf: { jkt: binding.jkt } } : grantClaims, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
         })
         : undefined,
     ]);

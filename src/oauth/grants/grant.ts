@@ -5,7 +5,8 @@ import { OAuthError } from '../../errors.js';
 import type { FormToken } from '../../generated/types.js';
 import type { Form } from '../params.js';
 import type { ReadAhead } from '../../tokens/read-ahead.js';
-import { many, scopeList } from '../params.js';
+import { scopeList } from '../params.js';
+import { requestedTargets, resourcesOf } from '../resource-indicators.js';
 
 /** The parameters of client authentication, which the token endpoint reads and no grant sees. */
 export const CLIENT_AUTH_PARAMS = ['client_id', 'client_secret', 'client_assertion_type', 'client_assertion'] as const;
@@ -65,12 +66,8 @@ export function boundKey(claims: object): string | undefined {
  * server's own end-user APIs (/api/user/consents), see docs/decisions.md.
  */
 export function resolveTargets(client: Client, form: Form, fallback: string | null, self?: string): { aud: string[]; resource: string[] } {
-  const audience = many(form, 'audience');
-  const resource = many(form, 'resource');
-  for (const r of resource) {
-    if (!/^[a-z][a-z0-9+.-]*:/i.test(r) || r.includes('#')) throw new OAuthError('invalid_target', 'A resource must be an absolute URI without a fragment.');
-  }
-  const wanted = [...new Set([...audience, ...resource])];
+  const resource = resourcesOf(form.resource);
+  const wanted = requestedTargets(form);
   for (const a of wanted) {
     if (a !== self && !client.allowedAudiences.includes(a)) throw new OAuthError('invalid_target', `The client may not obtain tokens for ${JSON.stringify(a)}.`);
   }
