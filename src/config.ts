@@ -74,6 +74,9 @@ export interface Config {
   readonly trustedProxies: readonly string[];
   /** One-time codes one client address may request per minute (raise it for load tests from one host). */
   readonly loginIpLimitPerMinute: number;
+  /** Device authorization grant (RFC 8628): seconds a device code lives (a tenant may shorten it) and the polling interval it starts with. */
+  readonly deviceCodeTtlSeconds: number;
+  readonly devicePollIntervalSeconds: number;
   /** WebAuthn relying party id (WEBAUTHN_RP_ID, default the issuer's host name) and accepted origins (WEBAUTHN_ORIGINS, comma-separated, default the issuer's origin). */
   readonly webauthnRpId: string;
   readonly webauthnOrigins: readonly string[];
@@ -260,6 +263,8 @@ export function loadConfig(env: Env = process.env): Config {
     queueWorkers: bool('QUEUE_WORKERS', true),
     trustedProxies: Object.freeze(trusted.ranges),
     loginIpLimitPerMinute: int('LOGIN_IP_LIMIT_PER_MINUTE', 300, 1, 10_000_000),
+    deviceCodeTtlSeconds: int('DEVICE_CODE_TTL_SECONDS', 600, 10, 3600),
+    devicePollIntervalSeconds: int('DEVICE_POLL_INTERVAL_SECONDS', 5, 1, 60),
     logArchiveDir: str('LOG_ARCHIVE_DIR', '.data/log-archive'),
     logSecretsDir: str('LOG_SECRETS_DIR', '.data/log-secrets'),
     logFlushMs: int('LOG_FLUSH_MS', 250, 10, 60_000),

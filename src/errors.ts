@@ -7,7 +7,7 @@
 export type Details = Record<string, string[]>;
 
 /** Where a code is defined: the interface spec's Errors part, or the OAuth/OpenID document it comes from. */
-type Source = 'spec' | 'RFC 6749' | 'RFC 6750' | 'RFC 8707' | 'RFC 9101' | 'RFC 9126' | 'RFC 9449' | 'OpenID Connect Core';
+type Source = 'spec' | 'RFC 6749' | 'RFC 6750' | 'RFC 8628' | 'RFC 8707' | 'RFC 9101' | 'RFC 9126' | 'RFC 9449' | 'OpenID Connect Core';
 
 interface CodeInfo { status: number; description: string; source: Source }
 
@@ -71,6 +71,10 @@ export const ERROR_CODES = {
   invalid_dpop_proof: { status: 400, description: 'The DPoP proof is invalid.', source: 'RFC 9449' },
   use_dpop_nonce: { status: 400, description: 'Send a DPoP proof with the server-provided nonce.', source: 'RFC 9449' },
   invalid_token: { status: 401, description: 'The access token is invalid.', source: 'RFC 6750' },
+  // The device authorization grant's polling answers at /token (RFC 8628 3.5; access_denied is RFC 6749's, answered there with 400).
+  authorization_pending: { status: 400, description: 'The user has not yet completed the authorization.', source: 'RFC 8628' },
+  slow_down: { status: 400, description: 'Polling too fast: wait 5 seconds more between requests.', source: 'RFC 8628' },
+  expired_token: { status: 400, description: 'The device code has expired.', source: 'RFC 8628' },
   // Pushed authorization requests and request objects.
   invalid_request_uri: { status: 400, description: 'The request_uri is unknown, expired or already used.', source: 'RFC 9126' },
   invalid_request_object: { status: 400, description: 'The request object is invalid.', source: 'RFC 9101' },

@@ -15,4 +15,5 @@ export const GRANT = {
   tokenExchange: 'urn:ietf:params:oauth:grant-type:token-exchange',
   refreshToken: 'refresh_token',
   authorizationCode: 'authorization_code',
+  deviceCode: 'urn:ietf:params:oauth:grant-type:device_code',
 } as const;

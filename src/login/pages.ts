@@ -37,6 +37,27 @@ export function consentPage(a: { clientName: string; email: string; scopes: stri
   { cookies: a.cookies, formTargets: a.formTargets });
 }
 
+/** /device: where a person types the code their device shows (RFC 8628 3.3), prefilled from verification_uri_complete. */
+export function deviceEntryPage(a: { csrf: string; userCode?: string; error?: string; status?: number; cookies?: string[] }): Reply {
+  return page('Connect a device', `<p>Enter the code shown on your device.</p>${alert(a.error)}` +
+    `<form method="post" action="/device">${hidden('csrf_token', a.csrf)}` +
+    `<label for="user_code">Code</label><input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="32" autofocus value="${esc(a.userCode ?? '')}">` +
+    `<button type="submit">Continue</button></form>`, { status: a.status, cookies: a.cookies });
+}
+
+/**
+ * The device flow's consent: always asked (RFC 8628 5.4, remote phishing), with the code to compare
+ * against the one on the device.
+ */
+export function deviceConfirmPage(a: { clientName: string; email: string; scopes: string[]; userCode: string; csrf: string; handle: string; cookies?: string[] }): Reply {
+  const items = a.scopes.map((s) => `<li>${esc(SCOPE_TEXT[s] ?? s)}</li>`).join('');
+  return page('Allow this device?', `<p>A device running <strong>${esc(a.clientName)}</strong> asks to access your account (${esc(a.email)}):</p><ul>${items}</ul>` +
+    `<p>Check that your device shows the code <strong class="user-code">${esc(a.userCode)}</strong>. Allow only if you started this sign-in on that device yourself.</p>` +
+    `<form method="post" action="/device/confirm">${hidden('csrf_token', a.csrf)}${hidden('handle', a.handle)}` +
+    `<button type="submit" name="decision" value="allow">Allow</button> <button type="submit" name="decision" value="deny">Deny</button></form>`,
+  { cookies: a.cookies });
+}
+
 export function messagePage(title: string, text: string, opts: { cookies?: string[] } = {}): Reply {
   return page(title, `<p>${esc(text)}</p>`, opts);
 }

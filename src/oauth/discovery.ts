@@ -30,6 +30,8 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
     m.revocation_endpoint = `${issuer}/revoke`;
     if (has('/logout')) m.end_session_endpoint = `${issuer}/logout`;
     m.grant_types_supported = [...grants.keys()];
+    // RFC 8628 4: where a device asks for its codes (the person enters the user code at /device).
+    if (has('/device_authorization')) m.device_authorization_endpoint = `${issuer}/device_authorization`;
     if (has('/authorize')) {
       m.response_types_supported = ['code'];
       m.response_modes_supported = ['query'];
@@ -46,7 +48,7 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
       m.request_uri_parameter_supported = false;
       m.request_object_signing_alg_values_supported = ['ES256', 'PS256', 'RS256'];
     }
-    // Public clients (auth method none) exist only for the authorization code flow, with PKCE; listed last.
+    // Public clients (auth method none) exist only for the flows with a person (code with PKCE, device); listed last.
     m.token_endpoint_auth_methods_supported = has('/authorize') ? [...AUTH_METHODS, 'none'] : AUTH_METHODS;
     m.token_endpoint_auth_signing_alg_values_supported = ASSERTION_ALGS;
     m.introspection_endpoint_auth_methods_supported = AUTH_METHODS;

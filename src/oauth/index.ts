@@ -2,6 +2,7 @@ import type { Deps } from '../deps.js';
 import type { Router } from '../http/router.js';
 import type { Route } from '../http/types.js';
 import { authorizeRoutes } from './authorize.js';
+import { deviceAuthorizationRoutes } from './device-authorization.js';
 import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
@@ -14,7 +15,7 @@ import { userinfoRoutes } from './userinfo.js';
 
 /**
  * The OAuth 2.0 / OpenID Connect endpoints: discovery, /authorize, /token, /introspect, /revoke,
- * /userinfo, /logout. (The sign-in steps /authorize hands over to are login's: src/login/index.ts.)
+ * /userinfo, /logout, /device_authorization. (The sign-in steps /authorize hands over to are login's: src/login/index.ts.)
  */
 export function oauthRoutes(deps: Deps, router: () => Router): Route[] {
   return [
@@ -22,6 +23,7 @@ export function oauthRoutes(deps: Deps, router: () => Router): Route[] {
     ...protectedResourceRoutes(deps),
     ...authorizeRoutes(deps),
     ...parRoutes(deps),
+    ...deviceAuthorizationRoutes(deps),
     ...userinfoRoutes(deps),
     ...logoutRoutes(deps),
     ...tokenRoutes(deps),

@@ -32,7 +32,7 @@ export function tokenRoutes(deps: Deps): Route[] {
   const dpop = new DpopAtEndpoint(deps.redis, deps.config.keyEncryptionKey, `${deps.config.issuer}/token`);
   return [route({
     method: 'POST', path: '/token', iface: 'oauth', body: 'form', bodySchema: 'form.token',
-    doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
+    doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code, device_code (RFC 8628)', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
     handler: async ({ req, body }) => {
       const grant = grants.get(body.grant_type);
       const signer = deps.tokens.signer;

@@ -99,6 +99,20 @@ export const redisKeys = {
   /** Cached consent (scopes) of a user to a client. Used alone; no tag needed. */
   consent: (tenant: string, userId: string, clientId: string) => `consent:${tenant}:${userId}:${clientId}`,
 
+  // --- device authorization grant (src/oauth/device/store.ts, RFC 8628) ---
+  /**
+   * A device authorization under the hash of its device code: a hash with tenant `t`, client, scope,
+   * user code, expiry, interval, last poll, state and (once approved) the user. Every read and change is
+   * one command or script on this key alone (poll, entry, decision), so it needs no tag.
+   */
+  deviceAuthorization: (deviceCodeHash: string) => `dev:${deviceCodeHash}`,
+  /** The device code hash a user code names, under the hash of the user code (SET NX: live codes are unique). Read alone; no tag needed. */
+  deviceUserCode: (userCodeHash: string) => `devuc:${userCodeHash}`,
+  /** Device authorizations started per client and client address (rate-limit script, one key per call). Tag `{<client id>}` as the client's other keys. */
+  deviceAuthorizationRate: (clientId: string, ip: string) => `rl:dev:{${clientId}}:${ip}`,
+  /** Wrong user codes entered per client address (failure budget, src/store/rate-limit.ts). No tag needed. */
+  deviceEntryFailIp: (ip: string) => `bf:dev:ip:${ip}`,
+
   /** A WebAuthn challenge and what it was issued for (src/account/passkeys/webauthn.ts, SET EX then GETDEL). Used alone; no tag needed. */
   webauthnChallenge: (challenge: string) => `wa:${challenge}`,
 
@@ -114,13 +128,13 @@ export const redisKeys = {
   /**
    * Whether a key (before the keyPrefix) belongs to one tenant by its name, for the tenant's purge
    * (src/tenants/purge.ts): its marks and approval codes (tag `{t:<tenant>}`), its consent cache, the
-   * introspection cache, client-assertion jtis and failure budget of its clients, the rate windows of
+   * introspection cache, client-assertion jtis, device-authorization rate windows and failure budget of its clients, the rate windows of
    * its check API keys, and the revocation entries of its tokens (their keys given). The purge writes
    * the suspension mark again afterwards: a deleted tenant's tokens stay refused.
    */
   tenantOwns: (o: { tenant: string; clientIds: ReadonlySet<string>; checkKeyIds: ReadonlySet<string>; revokedJtiKeys: ReadonlySet<string> }) => (key: string): boolean => {
     if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`)) return true;
-    const tagged = /^(ic|ca|ck:rl):\{([^}]*)\}:/.exec(key);
+    const tagged = /^(ic|ca|ck:rl|rl:dev):\{([^}]*)\}:/.exec(key);
     if (tagged) return (tagged[1] === 'ck:rl' ? o.checkKeyIds : o.clientIds).has(tagged[2]!);
     if (key.startsWith('bf:client:')) return o.clientIds.has(key.slice('bf:client:'.length)); // clientAuthFail (ids over 200 characters are cut there)
     return o.revokedJtiKeys.has(key);
@@ -128,12 +142,13 @@ export const redisKeys = {
   /**
    * Keys that name their tenant only in their value (the purge reads them): sessions, sign-in
    * interactions, WebAuthn challenges (JSON with `tenantId`, an interaction's under `request`), one-time
-   * codes (hash field `t`), authorization code records (JSON `tenantId`; their `:used`, `:issued` and
-   * `:replayed` companions go with them).
+   * codes and device authorizations (hash field `t`), authorization code records (JSON `tenantId`; their
+   * `:used`, `:issued` and `:replayed` companions go with them). A device authorization's user-code key
+   * holds only a hash and expires with the code, so it is left to expire.
    */
   tenantValueKeys: [
     { prefix: 'sess:', read: 'json' }, { prefix: 'ia:', read: 'json' }, { prefix: 'wa:', read: 'json' },
-    { prefix: 'otp:', read: 'hash-t' }, { prefix: 'ac:{', read: 'json' },
+    { prefix: 'otp:', read: 'hash-t' }, { prefix: 'ac:{', read: 'json' }, { prefix: 'dev:', read: 'hash-t' },
   ] as ReadonlyArray<{ prefix: string; read: 'json' | 'hash-t' }>,
   /** The companions of an authorization code record (same tag): deleted with it. */
   authCodeCompanions: (recordKey: string) => [`${recordKey}:used`, `${recordKey}:issued`, `${recordKey}:replayed`],

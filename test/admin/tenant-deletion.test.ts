@@ -1,6 +1,7 @@
 import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
 import { storeRefreshToken } from '../../src/tokens/refresh-tokens.js';
+import { sha256 } from '../../src/login/keys.js';
 import { redisKeys } from '../../src/store/redis-keys.js';
 import { j } from '../helpers/http.js';
 import { waitFor } from '../helpers/processes.js';
@@ -59,6 +60,11 @@ t.test('a tenant with data is purged from every table, then marked deleted', asy
   t.ok(await shardRows() > 0, 'a shard generation of its client exists before');
   const markKey = redisKeys.revocationMark(id, 'sub', user.id);
   t.ok(await srv.deps.redis.get(markKey), 'a Redis key of the tenant exists before');
+  // A pending device authorization (RFC 8628): a key naming the tenant only in its value.
+  const tv: any = ok(await call('POST', '/api/admin/clients', { name: 'tv', token_endpoint_auth_method: 'none', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], scopes: ['openid'] }), 'device client');
+  const device = await j(await fetch(`${srv.url}/device_authorization`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: tv.client_id }) }));
+  const deviceKey = redisKeys.deviceAuthorization(sha256(device.device_code));
+  t.equal(await srv.deps.redis.hget(deviceKey, 't'), id, 'a device authorization of the tenant exists before');
 
   const before = await rowsLeft(id);
   const filled = Object.entries(before).filter(([, n]) => n > 0).map(([k]) => k);
@@ -82,6 +88,7 @@ t.test('a tenant with data is purged from every table, then marked deleted', asy
   t.equal(await shardRows(), 0, 'shard generations of its clients (a table without tenant_id) are gone');
   t.ok(Object.keys(after).length >= 15, `${Object.keys(after).length} tables checked`);
   t.equal(await srv.deps.redis.get(markKey), null, "the tenant's Redis keys are gone");
+  t.equal(await srv.deps.redis.exists(deviceKey), 0, 'its device authorizations too');
   t.equal((await platform.call('POST', `/api/admin/tenants/${id}/unsuspend`)).status, 409, 'a deleted tenant cannot come back');
   const late = await postForm(`${srv.url}/introspect`, b.clients.resource_server, { token: cc.access_token });
   t.equal(late.status, 401, 'the deleted resource server no longer authenticates');

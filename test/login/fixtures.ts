@@ -13,10 +13,11 @@ export interface LoginEnv { srv: TestServer; sink: SmtpSink; worker: RunningEmai
 /**
  * A real server on a free port with its own Redis prefix and tenant, an SMTP sink on a free port, and
  * the BullMQ email worker running in this process with the same prefix (so codes arrive in the sink).
+ * `env`: more settings of the server (e.g. a shorter device polling interval).
  */
-export async function startLoginEnv(): Promise<LoginEnv> {
+export async function startLoginEnv(env: Record<string, string> = {}): Promise<LoginEnv> {
   const sink = await startSmtpSink();
-  const srv = await startTestServer({ SMTP_URL: `smtp://127.0.0.1:${sink.port}` });
+  const srv = await startTestServer({ ...env, SMTP_URL: `smtp://127.0.0.1:${sink.port}` });
   const worker = await startEmailWorker(srv.config, createLogger('silent'));
   const tenant = await setupTenant(srv, 'login');
   return {

@@ -1,0 +1,90 @@
+import fs from 'node:fs';
+import type { webcrypto } from 'node:crypto';
+import t from 'tap';
+import { decodeJwt, generateKeyPair } from 'jose';
+import * as oidc from 'openid-client';
+import type { Browser } from 'playwright-core';
+import { api } from '../admin/helpers.js';
+import { CHROMIUM, launchChromium } from '../helpers/browser.js';
+import { adminToken } from '../helpers/tokens.js';
+import { codeFor, startLoginEnv, uniqueEmail } from './fixtures.js';
+
+// The device authorization grant (RFC 8628) as a person meets it: openid-client is the device (a public
+// client with a DPoP key) and polls while a person in headless Chromium opens verification_uri_complete,
+// signs in with the emailed code and allows the device; then the same person, still signed in, types a
+// second device's code by hand and denies it. The polling interval is 1 s here (DEVICE_POLL_INTERVAL_SECONDS).
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+if (!fs.existsSync(CHROMIUM)) {
+  t.plan(0, 'Chromium is not installed (apt-get install chromium)');
+} else {
+  const env = await startLoginEnv({ DEVICE_POLL_INTERVAL_SECONDS: '1' });
+  const browser: Browser = await launchChromium();
+  t.teardown(async () => { await browser.close(); await env.close(); });
+  const { srv, sink, tenant } = env;
+  const call = api(srv, await adminToken(srv, { tenantId: tenant.tenant_id, permissions: ['admin:*'] }));
+  const created = await call('POST', '/api/admin/clients', {
+    name: 'Kitchen display', token_endpoint_auth_method: 'none', grant_types: [DEVICE_GRANT, 'refresh_token'], scopes: ['openid', 'email', 'offline_access'],
+  });
+  const clientId = created.body.client_id as string;
+  const config = await oidc.discovery(new URL(srv.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  const dpop = oidc.getDPoPHandle(config, await generateKeyPair('ES256', { extractable: true }) as webcrypto.CryptoKeyPair);
+  const context = await browser.newContext();
+
+  t.test('a person allows the device in Chromium while openid-client polls; DPoP-bound tokens, then a refresh', async (t) => {
+    t.equal(created.status, 201, 'the admin API registers a public device client');
+    const da = await oidc.initiateDeviceAuthorization(config, { scope: 'openid email offline_access' });
+    t.match(da.user_code, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+    t.equal(da.interval, 1);
+    const polling = oidc.pollDeviceAuthorizationGrant(config, da, undefined, { DPoP: dpop });
+    const page = await context.newPage();
+    const entry = await page.goto(da.verification_uri_complete!);
+    t.equal(await page.title(), 'Connect a device');
+    t.match(entry!.headers()['content-security-policy'], /^default-src 'none'; style-src 'self';.*form-action 'self'; frame-ancestors 'none'/, 'the login pages\' CSP');
+    t.equal(await page.getByLabel('Code').inputValue(), da.user_code, 'verification_uri_complete prefills the code');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.waitForSelector('#email');
+    t.equal(await page.title(), 'Sign in');
+    t.match(await page.textContent('main'), /Kitchen display/, 'the login page names the device\'s application');
+    const email = uniqueEmail('device-browser');
+    await page.getByLabel('Email address').fill(email);
+    await page.getByRole('button', { name: 'Email me a code' }).click();
+    await page.waitForSelector('#code');
+    await page.getByLabel('One-time code').fill(await codeFor(sink, email));
+    await Promise.all([page.waitForURL(/\/device\/confirm\?/), page.getByRole('button', { name: 'Sign in' }).click()]);
+    t.equal(await page.title(), 'Allow this device?');
+    t.match(await page.textContent('main'), da.user_code, 'the consent page shows the code to compare');
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.locator('h1', { hasText: 'Device connected' }).waitFor();
+    const tokens = await polling;
+    t.equal(tokens.token_type, 'dpop');
+    const at = decodeJwt(tokens.access_token);
+    t.type((at.cnf as { jkt?: string }).jkt, 'string', 'the access token is bound to the device\'s key');
+    t.equal(at.email, email);
+    t.equal(tokens.claims()?.email, email, 'an ID token for the person');
+    t.ok(tokens.refresh_token);
+    const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!, undefined, { DPoP: dpop });
+    t.equal(refreshed.token_type, 'dpop', 'the bound refresh token works with the same key');
+    await page.close();
+  });
+
+  t.test('signed in already, the person types another device\'s code by hand and denies it: access_denied', async (t) => {
+    const da = await oidc.initiateDeviceAuthorization(config, { scope: 'openid' });
+    const polling = oidc.pollDeviceAuthorizationGrant(config, da, undefined, { DPoP: dpop });
+    const page = await context.newPage();
+    await page.goto(`${srv.url}/device`);
+    t.equal(await page.getByLabel('Code').inputValue(), '');
+    await page.getByLabel('Code').fill('ZZZZ-ZZZZ');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.waitForSelector('.error');
+    t.match(await page.textContent('.error'), /not valid/, 'a wrong code is explained on the form');
+    await page.getByLabel('Code').fill(da.user_code.replace('-', '').toLowerCase());
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.locator('h1', { hasText: 'Allow this device?' }).waitFor();
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.locator('h1', { hasText: 'Access denied' }).waitFor();
+    const err = await polling.catch((e: unknown) => e) as { error?: string };
+    t.equal(err.error, 'access_denied', 'openid-client stops polling with access_denied');
+    await page.close();
+  });
+}
