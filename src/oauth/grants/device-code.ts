@@ -7,6 +7,7 @@ import { DEVICE } from '../device/options.js';
 import { pollDeviceCode, type Poll } from '../device/store.js';
 import { issueIdToken } from '../id-token.js';
 import { required } from '../params.js';
+import { scopeForAudience } from '../resource-indicators.js';
 import { audClaim, bindTo, resolveTargets, tokenType, ttlFor, type Grant } from './grant.js';
 
 /** The answer to every poll that does not get tokens (RFC 8628 3.5; RFC 6749 5.2 for the rest). */
@@ -38,13 +39,15 @@ export const deviceCode: Grant = {
     const { user } = poll;
     const scope = poll.scope.join(' ');
     const { aud } = resolveTargets(client, form, deps.config.issuer, deps.config.issuer);
+    // RFC 8707: the access token carries only the resource's scopes; the refresh token keeps the grant's.
+    const tokenScope = await scopeForAudience(deps, client.tenantId, aud, scope, false);
     const ttl = await ttlFor(deps, client);
-    const admin = await adminClaimsFor(deps, client.tenantId, user.userId, audClaim(aud), scope);
+    const admin = await adminClaimsFor(deps, client.tenantId, user.userId, audClaim(aud), tokenScope);
     const at = await deps.tokens.accessTokens.issue({
-      tenant: client.tenantId, sub: user.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl,
+      tenant: client.tenantId, sub: user.userId, clientId: client.clientId, aud: audClaim(aud), scope: tokenScope, ttlSeconds: ttl,
       extra: bindTo({ auth_time: user.authTime, email: user.email, ...admin }, binding),
     });
-    const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope };
+    const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope: tokenScope };
     const [idToken, refresh] = await Promise.all([
       poll.scope.includes('openid')
         ? issueIdToken(deps, { clientId: client.clientId, sub: user.userId, email: user.email, emailVerified: true, authTime: user.authTime, accessToken: at.token, tenant: client.tenantId })
