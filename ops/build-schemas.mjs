@@ -120,10 +120,21 @@ fs.writeFileSync(path.join(outDir, 'index.ts'), idx);
 
 // TypeScript declarations of every schema, so a route's validated body and query are typed by the
 // same schema that checked them. A cross-schema $ref becomes a reference to that schema's type.
+const defOf = (ref) => {
+  const [id, name] = ref.split('#/$defs/');
+  const def = all.find((s) => s.id === id)?.schema.$defs?.[name];
+  if (!def) throw new Error(`$ref ${ref} names no definition`);
+  return def;
+};
 const typeName = (id) => id.split(/[.-]/).map((w) => w[0].toUpperCase() + w.slice(1)).join('');
 const refsAsTypes = (node) => {
   if (Array.isArray(node)) return node.map(refsAsTypes);
   if (!node || typeof node !== 'object') return node;
+  // A field defined in a shared schema's $defs (`common.client-metadata#/$defs/name`) is inlined.
+  if (typeof node.$ref === 'string' && node.$ref.includes('#/$defs/')) {
+    const { $ref, ...siblings } = node;
+    return refsAsTypes({ ...defOf($ref), ...siblings });
+  }
   if (typeof node.$ref === 'string' && !node.$ref.startsWith('#')) return { tsType: typeName(node.$ref) };
   const out = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, refsAsTypes(v)]));
   // Validation fills in defaults (useDefaults), so a property with a default is always there afterwards.

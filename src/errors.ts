@@ -7,7 +7,7 @@
 export type Details = Record<string, string[]>;
 
 /** Where a code is defined: the interface spec's Errors part, or the OAuth/OpenID document it comes from. */
-type Source = 'spec' | 'RFC 6749' | 'RFC 6750' | 'RFC 8628' | 'RFC 8707' | 'RFC 9101' | 'RFC 9126' | 'RFC 9449' | 'OpenID Connect Core';
+type Source = 'spec' | 'RFC 6749' | 'RFC 6750' | 'RFC 7591' | 'RFC 8628' | 'RFC 8707' | 'RFC 9101' | 'RFC 9126' | 'RFC 9449' | 'OpenID Connect Core';
 
 interface CodeInfo { status: number; description: string; source: Source }
 
@@ -78,6 +78,11 @@ export const ERROR_CODES = {
   // Pushed authorization requests and request objects.
   invalid_request_uri: { status: 400, description: 'The request_uri is unknown, expired or already used.', source: 'RFC 9126' },
   invalid_request_object: { status: 400, description: 'The request object is invalid.', source: 'RFC 9101' },
+  // Dynamic client registration and its management (RFC 7591 3.2.2, RFC 7592).
+  invalid_redirect_uri: { status: 400, description: 'A redirect URI is not acceptable.', source: 'RFC 7591' },
+  invalid_client_metadata: { status: 400, description: 'A client metadata value is not acceptable.', source: 'RFC 7591' },
+  invalid_software_statement: { status: 400, description: 'The software statement is invalid.', source: 'RFC 7591' },
+  unapproved_software_statement: { status: 400, description: 'The software statement is not approved for use here.', source: 'RFC 7591' },
 } as const satisfies Record<string, CodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

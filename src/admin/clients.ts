@@ -1,4 +1,5 @@
 import { createClient } from '../clients/create.js';
+import { metadataProblems } from '../clients/metadata.js';
 import { storedScopes, type Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { Conflict, NotFound, ValidationError } from '../errors.js';
@@ -23,7 +24,7 @@ export function clientView(c: ClientRow): Record<string, unknown> {
     grant_types: c.grant_types, scopes: c.scopes, redirect_uris: c.redirect_uris, post_logout_redirect_uris: c.post_logout_redirect_uris,
     allowed_audiences: c.allowed_audiences, audience: c.audience, strict_validation: c.strict_validation, can_introspect: c.can_introspect,
     first_party: c.first_party, dpop_bound_access_tokens: c.dpop_bound_access_tokens, require_pushed_authorization_requests: c.require_pushed_authorization_requests, introspection_signed_response_alg: c.introspection_signed_response_alg, access_token_ttl: c.access_token_ttl, refresh_token_ttl: c.refresh_token_ttl, jwks: c.jwks,
-    permissions: c.permissions, tenant_scopes: c.tenant_scopes, status: c.status, created_at: Number(c.created_at), updated_at: Number(c.updated_at),
+    permissions: c.permissions, tenant_scopes: c.tenant_scopes, status: c.status, registered_dynamically: c.registered_dynamically, created_at: Number(c.created_at), updated_at: Number(c.updated_at),
   };
 }
 
@@ -37,11 +38,11 @@ function patchOf(b: AdminClientCreate | AdminClientUpdate): ClientPatch {
 
 /** No escalation through a client's permissions or tenant scopes; private_key_jwt needs its keys. */
 function checkPatch(ctx: AdminContext, p: ClientPatch, authMethod: Client['authMethod'], signingAlg: string): void {
-  // Signed introspection answers are made with the server's token key, so with its algorithm only.
-  if (p.introspection_signed_response_alg && p.introspection_signed_response_alg !== signingAlg) throw new ValidationError({ introspection_signed_response_alg: [`must be ${signingAlg}, the algorithm of this server's token signing key`] });
+  // The same metadata rules as dynamic registration (an update that leaves jwks out keeps the stored keys).
+  const problems = metadataProblems({ authMethod, jwks: p.jwks === undefined ? { keys: [] } : p.jwks, introspectionSignedResponseAlg: p.introspection_signed_response_alg }, signingAlg);
+  if (Object.keys(problems).length) throw new ValidationError(problems);
   if (p.permissions) assertGrantable(ctx, p.permissions);
   if (p.tenant_scopes) assertScopesGrantable(ctx, p.tenant_scopes);
-  if (authMethod === 'private_key_jwt' && p.jwks === null) throw new ValidationError({ jwks: ['is required for private_key_jwt'] });
 }
 
 /** The client, locked for the change; clients of machine principals are managed through the principal. */
@@ -81,8 +82,7 @@ export function clientRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, body, mutate }) => {
         const method = body.token_endpoint_auth_method;
         const fields = patchOf(body);
-        checkPatch(ctx, fields, method, deps.config.tokenSigningAlg);
-        if (method === 'private_key_jwt' && !body.jwks) throw new ValidationError({ jwks: ['is required for private_key_jwt'] });
+        checkPatch(ctx, { ...fields, jwks: fields.jwks ?? null }, method, deps.config.tokenSigningAlg);
         const out = await mutate(async (tx, store) => {
           const { client, clientSecret } = await createClient(tx, deps.tokens.secretKey, {
             tenantId: ctx.tenantId, clientId: body.client_id, name: body.name, authMethod: method, grantTypes: body.grant_types,

@@ -95,6 +95,9 @@ function requestMeta(req: HttpRequest): Record<string, unknown> {
   return { request_id: req.requestId, ip: req.ip, user_agent: req.headers['user-agent'] ?? null };
 }
 
+/** Who made an audited change, in which tenant: an admin, or a protocol caller such as a client managing its own registration (RFC 7592). */
+export type Actor = Pick<AdminContext, 'tenantId' | 'actor'>;
+
 /** What an audited change declares: its audit entry and the events it may emit. */
 type ChangeSpec = AuditSpec & { resourceId?: string | undefined; events?: DeclaredEvents<EventName> | undefined; route?: string };
 
@@ -102,7 +105,7 @@ type ChangeSpec = AuditSpec & { resourceId?: string | undefined; events?: Declar
  * Runs `fn` in one transaction with its audit entry and the events it emitted; on failure the change
  * rolls back and a `failure` entry is written on its own.
  */
-export async function auditedChange<T, E extends EventName = never>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: ChangeSpec, fn: Mutation<T, E>): Promise<T> {
+export async function auditedChange<T, E extends EventName = never>(deps: Deps, ctx: Actor, req: HttpRequest, spec: ChangeSpec, fn: Mutation<T, E>): Promise<T> {
   try {
     return await auditedTransaction(deps, ctx, req, spec, fn);
   } finally {
@@ -111,7 +114,7 @@ export async function auditedChange<T, E extends EventName = never>(deps: Deps, 
   }
 }
 
-async function auditedTransaction<T, E extends EventName>(deps: Deps, ctx: AdminContext, req: HttpRequest, spec: ChangeSpec, fn: Mutation<T, E>): Promise<T> {
+async function auditedTransaction<T, E extends EventName>(deps: Deps, ctx: Actor, req: HttpRequest, spec: ChangeSpec, fn: Mutation<T, E>): Promise<T> {
   const declared = spec.events ?? NONE;
   try {
     return await deps.store.transaction(ctx.tenantId, async (store, tx) => {

@@ -56,7 +56,7 @@ export function buildOpenApi(routes: Route[], issuer: string, version: string): 
   while (queue.length) {
     const id = queue.pop()!;
     JSON.stringify(schemas[id] ?? {}, (k, v) => {
-      if (k === '$ref' && typeof v === 'string' && !v.startsWith('#') && !used.has(v)) { used.add(v); queue.push(v); }
+      if (k === '$ref' && typeof v === 'string' && !v.includes('#') && !used.has(v)) { used.add(v); queue.push(v); }
       return v;
     });
   }
@@ -64,7 +64,7 @@ export function buildOpenApi(routes: Route[], issuer: string, version: string): 
   for (const id of [...used].sort()) {
     const s = schemas[id];
     if (!s) continue;
-    components[id] = JSON.parse(JSON.stringify(s, (k, v) => (k === '$ref' && typeof v === 'string' && !v.startsWith('#') ? `#/components/schemas/${v}` : v)));
+    components[id] = JSON.parse(JSON.stringify(inlineDefs(s), (k, v) => (k === '$ref' && typeof v === 'string' && !v.startsWith('#') ? `#/components/schemas/${v}` : v)));
   }
   return {
     openapi: '3.1.0',
@@ -81,4 +81,20 @@ export function buildOpenApi(routes: Route[], issuer: string, version: string): 
       },
     },
   };
+}
+
+/**
+ * A field defined in a shared schema's $defs (`common.client-metadata#/$defs/name`) is written out where
+ * it is used, so the document's references all name whole components.
+ */
+function inlineDefs(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(inlineDefs);
+  if (!node || typeof node !== 'object') return node;
+  const o = node as Record<string, unknown>;
+  if (typeof o.$ref === 'string' && o.$ref.includes('#/$defs/')) {
+    const { $ref, ...siblings } = o;
+    const [id, name] = ($ref as string).split('#/$defs/');
+    return inlineDefs({ ...(schemas[id!]?.$defs?.[name!] ?? {}), ...siblings });
+  }
+  return Object.fromEntries(Object.entries(o).filter(([k]) => k !== '$defs').map(([k, v]) => [k, inlineDefs(v)]));
 }

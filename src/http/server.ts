@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { AppError, InvalidRequest, MethodNotAllowed, NotFound, Overloaded, PayloadTooLarge, toErrorReply, type Interface } from '../errors.js';
+import { AppError, InvalidRequest, MethodNotAllowed, NotFound, Overloaded, PayloadTooLarge, toErrorReply, ValidationError, type Interface } from '../errors.js';
 import type { Logger } from '../log.js';
 import { httpDuration, httpRequests, inflightGauge, shedCounter } from '../metrics.js';
 import { HttpRequest } from './request.js';
@@ -285,7 +285,13 @@ function prepare(req: HttpRequest, route: Route): void {
       throw new InvalidRequest('Content-Type must be application/json.');
     }
     const data = req.json();
-    if (route.bodySchema) validate(validatorFor(route.bodySchema), data);
+    if (route.bodySchema) {
+      try {
+        validate(validatorFor(route.bodySchema), data);
+      } catch (err) {
+        throw route.bodyError && err instanceof ValidationError ? route.bodyError(err) : err;
+      }
+    }
     req.data = data;
   } else if (route.body === 'form' && BODY_METHODS.has(req.method)) {
     const ct = req.headers['content-type'] ?? '';

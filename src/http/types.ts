@@ -1,4 +1,4 @@
-import type { Interface } from '../errors.js';
+import type { AppError, Interface, ValidationError } from '../errors.js';
 import type { HttpRequest } from './request.js';
 
 /** What a handler returns; an object body is sent as JSON. */
@@ -49,6 +49,11 @@ export interface Route {
    * unauthenticated caller gets 401, not a verdict on its body.
    */
   authenticate?: (req: HttpRequest) => Promise<void>;
+  /**
+   * The error a schema violation of the body becomes, when the route's protocol names its own codes
+   * (RFC 7591 3.2.2: invalid_redirect_uri, invalid_client_metadata); by default the interface's.
+   */
+  bodyError?: (err: ValidationError) => AppError;
   handler: Handler;
   doc?: RouteDoc;
 }

@@ -29,6 +29,8 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
     m.introspection_endpoint = `${issuer}/introspect`;
     m.revocation_endpoint = `${issuer}/revoke`;
     if (has('/logout')) m.end_session_endpoint = `${issuer}/logout`;
+    // RFC 8414 2 / RFC 7591 3: dynamic client registration.
+    if (has('/register')) m.registration_endpoint = `${issuer}/register`;
     m.grant_types_supported = [...grants.keys()];
     // RFC 8628 4: where a device asks for its codes (the person enters the user code at /device).
     if (has('/device_authorization')) m.device_authorization_endpoint = `${issuer}/device_authorization`;

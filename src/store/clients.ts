@@ -30,6 +30,8 @@ export interface Client {
   permissions: string[];
   tenantScopes: TenantScope[];
   status: 'active' | 'disabled';
+  /** Made through POST /register (RFC 7591). */
+  registeredDynamically: boolean;
   createdAt: number;
   updatedAt: number;
 }
@@ -39,7 +41,7 @@ export interface ClientRow {
   client_id: string; tenant_id: string; name: string; token_endpoint_auth_method: Client['authMethod']; grant_types: string[]; scopes: string[];
   redirect_uris: string[]; post_logout_redirect_uris: string[]; allowed_audiences: string[]; audience: string | null; strict_validation: boolean;
   can_introspect: boolean; first_party: boolean; dpop_bound_access_tokens: boolean; require_pushed_authorization_requests: boolean; introspection_signed_response_alg: string | null; access_token_ttl: number | null; refresh_token_ttl: number | null; jwks: Client['jwks'];
-  permissions: string[]; tenant_scopes: Client['tenantScopes']; status: Client['status']; created_at: number; updated_at: number;
+  permissions: string[]; tenant_scopes: Client['tenantScopes']; status: Client['status']; registered_dynamically: boolean; created_at: number; updated_at: number;
 }
 
 type StoredRow = ClientRow & { secret_hash: Buffer | null };
@@ -50,7 +52,7 @@ export interface NewClient {
   allowedAudiences?: string[] | undefined; audience?: string | null | undefined; strictValidation?: boolean | undefined;
   canIntrospect?: boolean | undefined; firstParty?: boolean | undefined; dpopBoundAccessTokens?: boolean | undefined; requirePushedAuthorizationRequests?: boolean | undefined; introspectionSignedResponseAlg?: string | null | undefined; accessTokenTtl?: number | null | undefined;
   refreshTokenTtl?: number | null | undefined; jwks?: Client['jwks'] | undefined; permissions?: string[] | undefined;
-  tenantScopes?: Client['tenantScopes'] | undefined;
+  tenantScopes?: Client['tenantScopes'] | undefined; registeredDynamically?: boolean | undefined;
 }
 
 /** The fields an update may replace; absent ones keep their stored value. */
@@ -64,7 +66,7 @@ export interface ClientPatch {
 
 const COLS = (sql: Db) => sql`client_id, tenant_id, name, token_endpoint_auth_method, grant_types, scopes, redirect_uris, post_logout_redirect_uris,
   allowed_audiences, audience, strict_validation, can_introspect, first_party, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg, access_token_ttl, refresh_token_ttl, jwks, permissions,
-  tenant_scopes, status, created_at, updated_at`;
+  tenant_scopes, status, registered_dynamically, created_at, updated_at`;
 
 function toClient(r: StoredRow): Client {
   return {
@@ -72,7 +74,7 @@ function toClient(r: StoredRow): Client {
     grantTypes: r.grant_types, scopes: r.scopes, redirectUris: r.redirect_uris, postLogoutRedirectUris: r.post_logout_redirect_uris,
     allowedAudiences: r.allowed_audiences, audience: r.audience, strictValidation: r.strict_validation, canIntrospect: r.can_introspect,
     firstParty: r.first_party, dpopBoundAccessTokens: r.dpop_bound_access_tokens, requirePushedAuthorizationRequests: r.require_pushed_authorization_requests, introspectionSignedResponseAlg: r.introspection_signed_response_alg, accessTokenTtl: r.access_token_ttl, refreshTokenTtl: r.refresh_token_ttl, jwks: r.jwks,
-    permissions: r.permissions, tenantScopes: r.tenant_scopes, status: r.status, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+    permissions: r.permissions, tenantScopes: r.tenant_scopes, status: r.status, registeredDynamically: r.registered_dynamically, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
   };
 }
 
@@ -97,11 +99,11 @@ export class ClientRepository {
     const [row] = await sql<StoredRow[]>`
       insert into clients (client_id, tenant_id, name, secret_hash, token_endpoint_auth_method, grant_types, scopes, redirect_uris,
         post_logout_redirect_uris, allowed_audiences, audience, strict_validation, can_introspect, first_party, access_token_ttl,
-        refresh_token_ttl, jwks, permissions, tenant_scopes, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg)
+        refresh_token_ttl, jwks, permissions, tenant_scopes, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg, registered_dynamically)
       values (${c.clientId}, ${this.tenantId}, ${c.name}, ${c.secretHash}, ${c.authMethod ?? 'client_secret_basic'}, ${c.grantTypes},
         ${c.scopes ?? []}, ${c.redirectUris ?? []}, ${c.postLogoutRedirectUris ?? []}, ${c.allowedAudiences ?? []}, ${c.audience ?? null},
         ${c.strictValidation ?? false}, ${c.canIntrospect ?? false}, ${c.firstParty ?? false}, ${c.accessTokenTtl ?? null},
-        ${c.refreshTokenTtl ?? null}, ${c.jwks ? sql.json(c.jwks as never) : null}, ${c.permissions ?? []}, ${sql.json((c.tenantScopes ?? []) as never)}, ${c.dpopBoundAccessTokens ?? false}, ${c.requirePushedAuthorizationRequests ?? false}, ${c.introspectionSignedResponseAlg ?? null})
+        ${c.refreshTokenTtl ?? null}, ${c.jwks ? sql.json(c.jwks as never) : null}, ${c.permissions ?? []}, ${sql.json((c.tenantScopes ?? []) as never)}, ${c.dpopBoundAccessTokens ?? false}, ${c.requirePushedAuthorizationRequests ?? false}, ${c.introspectionSignedResponseAlg ?? null}, ${c.registeredDynamically ?? false})
       on conflict (client_id) do nothing
       returning *`;
     return row ? toClient(row) : null;
@@ -116,11 +118,12 @@ export class ClientRepository {
   }
 
   /** Newest first, limit+1 rows; clients of machine principals are left out (they are listed with the principals). */
-  list(f: { limit: number; cursor?: Cursor | undefined; status?: string | undefined }): Promise<ClientRow[]> {
+  list(f: { limit: number; cursor?: Cursor | undefined; status?: string | undefined; registered_dynamically?: boolean | undefined }): Promise<ClientRow[]> {
     const sql = this.db;
     return sql<ClientRow[]>`select ${COLS(sql)} from clients where tenant_id = ${this.tenantId}
         ${f.cursor ? sql`and (created_at, client_id) < (${f.cursor.createdAt}, ${f.cursor.id})` : sql``}
         ${f.status ? sql`and status = ${f.status}` : sql``}
+        ${f.registered_dynamically !== undefined ? sql`and registered_dynamically = ${f.registered_dynamically}` : sql``}
         and not exists (select 1 from machine_principals mp where mp.tenant_id = ${this.tenantId} and mp.client_id = clients.client_id)
       order by created_at desc, client_id desc limit ${f.limit + 1}`;
   }

@@ -63,6 +63,8 @@ export const redisKeys = {
   // --- login (src/login/*) ---
   /** One-time email code: hash with attempts, tenant, client (a HSET/EXPIRE MULTI and a script on this one key). No tag needed. */
   otp: (emailHash: string) => `otp:${emailHash}`,
+  /** Dynamic client registrations per tenant and source address (src/oauth/register.ts, rate-limit script). Used alone; no tag needed. */
+  registrationRate: (tenant: string, ip: string) => `rl:reg:${tenant}:${ip}`,
   /** Code requests per address (rate-limit script, one key per call). No tag needed. */
   rateAddress: (emailHash: string) => `rl:otp:addr:${emailHash}`,
   /** Code requests per client IP (rate-limit script, one key per call). No tag needed. */

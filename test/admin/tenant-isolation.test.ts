@@ -51,8 +51,12 @@ const bRegistry = await srv.deps.store.forTenant(B.tenantId).logArchive.ensureRe
 await srv.deps.sql`insert into log_chunks (tenant_id, id, log_type, plane, hour_start, status, record_count) values (${B.tenantId}, 'lch_b_iso', 'token', 'data', 0, 'committed', 1)`;
 await srv.deps.sql`insert into log_rewrap_jobs (tenant_id, id, batch_id, key_registry_id, chunk_id, from_version) values (${B.tenantId}, 'lrw_b_iso', 'lrb_b_iso', ${bRegistry.id}, 'lch_b_iso', 1)`;
 
+// B's dynamic registration: an initial access token and a trusted software statement issuer (issue 32).
+const bIat: any = ok(await B.call('POST', '/api/admin/registration/initial-access-tokens', { description: 'B token' }), 'initial access token');
+const bIssuer: any = ok(await B.call('POST', '/api/admin/registration/software-statement-issuers', { issuer: 'https://software.b.iso.example', jwks: { keys: [jwk()] } }), 'software statement issuer');
+ok(await B.call('PUT', '/api/admin/registration/policy', { open_registration: true, max_clients: 3 }), 'registration policy');
 for (const [what, id] of Object.entries({ bDest: bDest?.id, bQuota: bQuota?.id, bRegistry: bRegistry.id })) if (typeof id !== 'string') throw new Error(`no id for ${what}`);
-const secrets = [bApproval.public_request_id, B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bResourceServer.id, bAudit.id, bTask.id, bImport.id, bExport.id, bDest.id, bQuota.id, bRegistry.id, 'lch_b_iso', 'lrb_b_iso'];
+const secrets = [bIat.id, bIat.token, bIssuer.id, 'https://software.b.iso.example', bApproval.public_request_id, B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bResourceServer.id, bAudit.id, bTask.id, bImport.id, bExport.id, bDest.id, bQuota.id, bRegistry.id, 'lch_b_iso', 'lrb_b_iso'];
 
 /** B's id for each path parameter, by the route's path. */
 function fill(path: string): string {
@@ -65,6 +69,8 @@ function fill(path: string): string {
               : path.startsWith('/api/admin/webhooks') ? bHook.id
                 : path.startsWith('/api/admin/tenants') ? B.tenantId
                   : path.startsWith('/api/admin/resource-servers') ? bResourceServer.id : 'unmapped';
+  if (path.startsWith('/api/admin/registration/initial-access-tokens')) return path.replace(':id', bIat.id);
+  if (path.startsWith('/api/admin/registration/software-statement-issuers')) return path.replace(':id', bIssuer.id);
   if (path.startsWith('/api/admin/user-imports')) return path.replace(':id', bImport.id);
   if (path.startsWith('/api/admin/destinations')) return path.replace(':id', bDest.id);
   if (path.startsWith('/api/admin/logging-policies/quotas')) return path.replace(':id', bQuota.id);
@@ -95,6 +101,9 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/users/:id/roles': { body: { role_id: bRole.id } },
   'POST /api/admin/clients': { body: { name: 'x', grant_types: [] } },
   'PUT /api/admin/clients/:clientId': { body: { name: 'pwned' } },
+  'PUT /api/admin/registration/policy': { body: { open_registration: false, max_clients: 0 } },
+  'POST /api/admin/registration/initial-access-tokens': { body: { description: 'x' } },
+  'POST /api/admin/registration/software-statement-issuers': { body: { issuer: 'https://software.b.iso.example', jwks: { keys: [jwk()] } } },
   'POST /api/admin/machine-access/principals': { body: { displayName: 'x', principalType: 'ci', permissions: [] } },
   'PUT /api/admin/machine-access/principals/:id': { body: { displayName: 'pwned' } },
   'POST /api/admin/machine-access/principals/:id/credentials': { body: { publicJwk: jwk(), alg: 'ES256', displayName: 'x' } },
@@ -244,6 +253,9 @@ t.test("B's resources are unchanged", async (t) => {
   const dest = await B.call('GET', `/api/admin/destinations/${bDest.id}`);
   t.match(dest.body, { name: 'B dest', rotation_state: 'idle' }, JSON.stringify(dest.body));
   t.match((await B.call('GET', `/api/admin/logging-policies/quotas/${bQuota.id}`)).body, { hard_limit: 10 });
+  t.match((await B.call('GET', `/api/admin/registration/initial-access-tokens/${bIat.id}`)).body, { status: 'active', uses: 0 });
+  t.match((await B.call('GET', `/api/admin/registration/software-statement-issuers/${bIssuer.id}`)).body, { issuer: 'https://software.b.iso.example' });
+  t.match((await B.call('GET', '/api/admin/registration/policy')).body, { open_registration: true, max_clients: 3 });
 });
 
 t.test('every admin route is in /openapi.json with its permission, schemas and error responses', async (t) => {

@@ -6,28 +6,33 @@ import * as oidc from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { api } from '../admin/helpers.js';
 import { CHROMIUM, launchChromium } from '../helpers/browser.js';
+import { freePort } from '../helpers/env.js';
 import { adminToken } from '../helpers/tokens.js';
 import { codeFor, startLoginEnv, uniqueEmail } from './fixtures.js';
 
 // The device authorization grant (RFC 8628) as a person meets it: openid-client is the device (a public
 // client with a DPoP key) and polls while a person in headless Chromium opens verification_uri_complete,
 // signs in with the emailed code and allows the device; then the same person, still signed in, types a
-// second device's code by hand and denies it. The polling interval is 1 s here (DEVICE_POLL_INTERVAL_SECONDS).
+// second device's code by hand and denies it; a third device is allowed after a passkey sign-in (CDP
+// virtual authenticator). The polling interval is 1 s here (DEVICE_POLL_INTERVAL_SECONDS); the issuer is
+// http://localhost:<port> because WebAuthn needs a host name.
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 if (!fs.existsSync(CHROMIUM)) {
   t.plan(0, 'Chromium is not installed (apt-get install chromium)');
 } else {
-  const env = await startLoginEnv({ DEVICE_POLL_INTERVAL_SECONDS: '1' });
+  const port = await freePort();
+  const env = await startLoginEnv({ DEVICE_POLL_INTERVAL_SECONDS: '1', PORT: String(port), ISSUER: `http://localhost:${port}` });
   const browser: Browser = await launchChromium();
   t.teardown(async () => { await browser.close(); await env.close(); });
   const { srv, sink, tenant } = env;
+  const base = srv.config.issuer;
   const call = api(srv, await adminToken(srv, { tenantId: tenant.tenant_id, permissions: ['admin:*'] }));
   const created = await call('POST', '/api/admin/clients', {
     name: 'Kitchen display', token_endpoint_auth_method: 'none', grant_types: [DEVICE_GRANT, 'refresh_token'], scopes: ['openid', 'email', 'offline_access'],
   });
   const clientId = created.body.client_id as string;
-  const config = await oidc.discovery(new URL(srv.url), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  const config = await oidc.discovery(new URL(base), clientId, undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
   const dpop = oidc.getDPoPHandle(config, await generateKeyPair('ES256', { extractable: true }) as webcrypto.CryptoKeyPair);
   const context = await browser.newContext();
 
@@ -72,7 +77,7 @@ if (!fs.existsSync(CHROMIUM)) {
     const da = await oidc.initiateDeviceAuthorization(config, { scope: 'openid' });
     const polling = oidc.pollDeviceAuthorizationGrant(config, da, undefined, { DPoP: dpop });
     const page = await context.newPage();
-    await page.goto(`${srv.url}/device`);
+    await page.goto(`${base}/device`);
     t.equal(await page.getByLabel('Code').inputValue(), '');
     await page.getByLabel('Code').fill('ZZZZ-ZZZZ');
     await page.getByRole('button', { name: 'Continue' }).click();
@@ -86,5 +91,41 @@ if (!fs.existsSync(CHROMIUM)) {
     const err = await polling.catch((e: unknown) => e) as { error?: string };
     t.equal(err.error, 'access_denied', 'openid-client stops polling with access_denied');
     await page.close();
+  });
+
+  t.test('a passkey sign-in behind /device: the device gets its tokens', async (t) => {
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    const cdp = await ctx.newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    await cdp.send('WebAuthn.addVirtualAuthenticator', { options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true } });
+    // A person of this tenant with a passkey: signed in by email on /account, passkey added, signed out.
+    const email = uniqueEmail('device-passkey');
+    await page.goto(`${base}/account?tenant=${encodeURIComponent(tenant.tenant_id)}`);
+    await page.getByLabel('Email address').fill(email);
+    await page.getByRole('button', { name: 'Email me a code' }).click();
+    await page.waitForSelector('#code');
+    await page.getByLabel('One-time code').fill(await codeFor(sink, email));
+    await Promise.all([page.waitForURL(/\/account$/), page.getByRole('button', { name: 'Sign in' }).click()]);
+    await Promise.all([page.waitForURL(/\/account\?done=added/), page.getByRole('button', { name: 'Add a passkey' }).click()]);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('h1', { hasText: 'Signed out' }).waitFor();
+    // The button rather than the email field's autofill, which the virtual authenticator would answer at once.
+    await page.addInitScript('Object.defineProperty(PublicKeyCredential, "isConditionalMediationAvailable", { value: undefined })');
+
+    const da = await oidc.initiateDeviceAuthorization(config, { scope: 'openid email' });
+    const polling = oidc.pollDeviceAuthorizationGrant(config, da, undefined, { DPoP: dpop });
+    await page.goto(da.verification_uri_complete!);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor();
+    await Promise.all([page.waitForURL(/\/device\/confirm\?/), page.getByRole('button', { name: 'Sign in with a passkey' }).click()]);
+    t.equal(await page.title(), 'Allow this device?');
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.locator('h1', { hasText: 'Device connected' }).waitFor();
+    const tokens = await polling;
+    t.equal(decodeJwt(tokens.access_token).email, email, 'tokens for the person who signed in with the passkey');
+    const logins = await srv.deps.sql<{ method: string }[]>`select data->>'method' as method from event_outbox where tenant_id = ${tenant.tenant_id} and event = 'auth.login' order by id desc limit 1`;
+    t.equal(logins[0]?.method, 'passkey', 'the sign-in was by passkey');
+    await ctx.close();
   });
 }

@@ -1,0 +1,39 @@
+import type { Client } from './model.js';
+
+/**
+ * The cross-field rules of client metadata that the JSON Schema (schemas/common/client-metadata.json)
+ * cannot say, shared by the admin API (src/admin/clients.ts) and dynamic registration
+ * (src/registration/metadata.ts). Each problem is keyed by the field it concerns; the caller turns them
+ * into its interface's error (422 validation_error, or RFC 7591's invalid_client_metadata).
+ */
+export interface MetadataFields {
+  authMethod: Client['authMethod'];
+  jwks?: Client['jwks'] | undefined;
+  introspectionSignedResponseAlg?: string | null | undefined;
+}
+
+export function metadataProblems(m: MetadataFields, signingAlg: string): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  // Signed introspection answers are made with the server's token key, so with its algorithm only.
+  if (m.introspectionSignedResponseAlg && m.introspectionSignedResponseAlg !== signingAlg) out.introspection_signed_response_alg = [`must be ${signingAlg}, the algorithm of this server's token signing key`];
+  if (m.authMethod === 'private_key_jwt' && !m.jwks) out.jwks = ['is required for private_key_jwt'];
+  return out;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Redirect URI rules of dynamic registration (RFC 9700 2.1, RFC 8252 7.3 and 8.3): an absolute https URI,
+ * or http on a loopback host (any port); never a fragment (RFC 6749 3.1.2), never a wildcard, never
+ * userinfo. Null when the URI is acceptable, else why not.
+ */
+export function redirectUriProblem(uri: string): string | null {
+  if (uri.includes('*')) return 'must not contain a wildcard';
+  let u: URL;
+  try { u = new URL(uri); } catch { return 'must be an absolute URI'; }
+  if (uri.includes('#')) return 'must not contain a fragment';
+  if (u.username || u.password) return 'must not contain user information';
+  if (u.protocol === 'https:') return null;
+  if (u.protocol === 'http:' && LOOPBACK_HOSTS.has(u.hostname)) return null;
+  return 'must use https (http only on a loopback host: localhost, 127.0.0.1 or [::1])';
+}
