@@ -10,11 +10,8 @@ import { piiPartitionRoutes } from './pii-partitions.js';
 import { lookupHmacRoutes } from './lookup-hmac.js';
 import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
-<<<<<<< HEAD
 import { resourceServerRoutes } from './resource-servers.js';
-=======
 import { registrationAdminRoutes } from './registration.js';
->>>>>>> main
 import { roleRoutes } from './roles.js';
 import { shardingRoutes } from './sharding.js';
 import { tenantRoutes } from './tenants.js';
@@ -27,11 +24,8 @@ export function adminRoutes(deps: Deps): Route[] {
     ...userRoutes(deps),
     ...roleRoutes(deps),
     ...clientRoutes(deps),
-<<<<<<< HEAD
     ...resourceServerRoutes(deps),
-=======
     ...registrationAdminRoutes(deps),
->>>>>>> main
     ...principalRoutes(deps),
     ...shardingRoutes(deps),
     ...piiPartitionRoutes(deps),

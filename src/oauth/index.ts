@@ -7,11 +7,8 @@ import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
 import { parRoutes } from './par.js';
-<<<<<<< HEAD
 import { protectedResourceRoutes } from './protected-resource.js';
-=======
 import { registrationRoutes } from './register.js';
->>>>>>> main
 import { statusListRoutes } from './status-lists.js';
 import { revokeRoutes } from './revoke.js';
 import { tokenRoutes } from './token.js';

@@ -10,11 +10,8 @@ import { PluginConfigRepository } from './plugin-configs.js';
 import { ConsentRepository } from './consents.js';
 import { AccountActivityRepository, PasskeyRepository } from './passkeys.js';
 import { RefreshTokenRepository } from './refresh-tokens.js';
-<<<<<<< HEAD
 import { ResourceServerRepository } from './resource-servers.js';
-=======
 import { RegistrationRepository } from './registrations.js';
->>>>>>> main
 import { ReviewTaskRepository } from './review-tasks.js';
 import { RoleRepository } from './roles.js';
 import { ShardingRepository } from './sharding.js';
@@ -54,11 +51,8 @@ export class TenantStore {
   get logArchive(): LogArchiveRepository { return new LogArchiveRepository(this.db, this.tenantId); }
   get piiSettings(): PiiSettingsRepository { return new PiiSettingsRepository(this.db, this.tenantId); }
   get logGovernance(): LogGovernanceRepository { return new LogGovernanceRepository(this.db, this.tenantId); }
-<<<<<<< HEAD
   get resourceServers(): ResourceServerRepository { return new ResourceServerRepository(this.db, this.tenantId); }
-=======
   get registrations(): RegistrationRepository { return new RegistrationRepository(this.db, this.tenantId); }
->>>>>>> main
 }
 
 /** Storage of a process: created once with the `sql` client, handed out per tenant. */
