@@ -47,6 +47,7 @@ async function run(argv: string[]): Promise<number> {
       // Personal data: partitions created, rows from before migration 0110 sealed (src/pii/).
       const { PiiVault } = await import('./pii/vault.js');
       const { sealLegacyUsers } = await import('./pii/legacy.js');
+      const { hasLegacyUsers } = await import('./cross-tenant/pii.js');
       const { followLookupKeys } = await import('./pii/lookup-keys/wiring.js');
       const { createLogger } = await import('./log.js');
       const vault = PiiVault.fromConfig(config, sql);
@@ -55,7 +56,7 @@ async function run(argv: string[]): Promise<number> {
         await followLookupKeys({ config, sql, redis: null, vault, role: 'migrate', log: createLogger(config.logLevel) }).refresh();
         await vault.partitions.ensure();
         // Sealing creates tenant data keys under KEY_ENCRYPTION_KEY: only with a key that is meant.
-        if (refusal && (await sql<{ x: boolean }[]>`select exists (select 1 from users where email is not null) as x`)[0]!.x) {
+        if (refusal && (await hasLegacyUsers(sql))) {
           console.error(`svc migrate: migrations applied, but users written before migration 0110 are not sealed: ${refusal}`);
           return 2;
         }

@@ -15,10 +15,9 @@ import { runGovernance } from '../src/logging/governance-job.js';
 import { deliverDue } from '../src/logging/delivery.js';
 import { governance as createGovernance, type Governance } from '../src/logging/wiring.js';
 import { Store } from '../src/store/index.js';
-import { archiveQueries } from '../src/store/log-archive.js';
+import { archiveQueries } from '../src/cross-tenant/log-archive.js';
 import { closeRedis, createRedis } from '../src/store/redis.js';
 import { createSql, type Sql } from '../src/sql.js';
-import { TOMBSTONE_STATUSES } from '../src/store/tenants.js';
 import { PiiVault } from '../src/pii/vault.js';
 import { configureFieldSealing } from '../src/sealed-fields.js';
 
@@ -33,8 +32,7 @@ export async function archive(_d: unknown, ctx: LogContext): Promise<unknown> {
   const r = await runArchive({ sql, config, log, admission: g.admission, meter: g.meter });
   // Rewrap jobs queued in Postgres whose BullMQ job was lost (or never added) are added again; the job id de-duplicates.
   // Not for a tombstoned tenant: its purge removes its jobs and must not find them queued again.
-  const queued = await sql<Array<{ tenant_id: string; id: string }>>`select j.tenant_id, j.id from log_rewrap_jobs j join tenants t on t.id = j.tenant_id
-    where j.status in ('queued', 'running') and t.status <> all(${TOMBSTONE_STATUSES as string[]}::text[]) order by j.created_at limit 1000`;
+  const queued = await archiveQueries.openRewrapJobs(sql);
   for (const j of queued) await jobs.add('log-rewrap', { tenantId: j.tenant_id, jobId: j.id }, { jobId: j.id });
   // New chunks are owed to the http_sinks now, not at the next scheduled pass (the job id de-duplicates).
   if (r?.committed) await jobs.add('log-delivery', {}, { jobId: 'deliver-now', removeOnFail: true });
@@ -58,9 +56,7 @@ export async function destinationHealth(_d: unknown, { sql, store, config }: Log
     let failed: boolean;
     if (d.kind === 'http_sink') failed = await archiveQueries.lastAttemptFailed(sql, d);
     else {
-      const [last] = await sql<Array<{ ok: boolean }>>`select (e->>'ok')::boolean as ok from log_chunks c, jsonb_array_elements(c.delivered) e
-        where c.status = 'committed' and e->>'destination_id' = ${d.id} order by c.committed_at desc limit 1`;
-      failed = last ? !last.ok : false;
+      failed = await archiveQueries.lastWriteFailed(sql, d);
     }
     const h = await checkHealth(config, repo, d, failed);
     await repo.setHealth(d.id, h.health, h.detail);

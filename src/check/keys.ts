@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SchemaTypes } from '../generated/types.js';
-import { findCheckKeyByHash, type CheckKeyRow, type CheckOperation, type CheckTier } from '../store/check-api-keys.js';
+import type { CheckKeyRow, CheckOperation, CheckTier } from '../store/check-api-keys.js';
+import { findCheckKeyByHash } from '../cross-tenant/credentials.js';
 import type { Db } from '../sql.js';
 import { deriveKey, hashSecret } from '../tokens/secrets.js';
 

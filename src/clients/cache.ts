@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { NotifiedCache } from '../notified-cache.js';
 import type { Sql } from '../sql.js';
 import type { Client } from './model.js';
-import { findClientForAuthentication } from '../store/clients.js';
+import { findClientForAuthentication } from '../cross-tenant/credentials.js';
 
 /**
  * Client records cached in each process so client authentication costs no Postgres query on the hot

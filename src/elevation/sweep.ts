@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import type { TokenServices } from '../services.js';
 import type { AuditActor } from '../store/audit-log.js';
-import { approvalsDueForExpiry } from '../store/approvals.js';
+import { approvalsDueForExpiry } from '../cross-tenant/sweeps.js';
 import { settle } from './service.js';
 
 const SWEEPER: AuditActor = { type: 'machine', id: 'system:elevation-sweep', displayName: 'Elevation expiry sweep', email: null };

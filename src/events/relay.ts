@@ -1,7 +1,7 @@
 import type { Logger } from '../log.js';
 import { queueKeys } from '../store/redis-keys.js';
 import type { Sql } from '../sql.js';
-import { CrossTenantDeliveries, type Unqueued } from '../store/webhook-deliveries.js';
+import { CrossTenantDeliveries, type Unqueued } from '../cross-tenant/webhook-deliveries.js';
 import { planDeliveries } from '../webhooks/fan-out.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { deliveryJobId } from '../webhooks/queue.js';

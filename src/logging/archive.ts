@@ -2,7 +2,8 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { newId } from '../store/ids.js';
 import { Store } from '../store/index.js';
-import { archiveQueries, LogArchiveRepository, type ChunkRow, type DestinationRow } from '../store/log-archive.js';
+import { LogArchiveRepository, type ChunkRow, type DestinationRow } from '../store/log-archive.js';
+import { archiveQueries } from '../cross-tenant/log-archive.js';
 import type { Db, Sql } from '../sql.js';
 import { lockLiveTenants } from '../store/tenants.js';
 import { openChunk, openVersionKey, plaintextOf, sealChunk, sealVersionKey } from './chunk-crypto.js';
@@ -164,7 +165,7 @@ async function commitChunk(ctx: ArchiveCtx, store: Store, tenantId: string, chun
     if (!(await lockLiveTenants(tx, [tenantId])).size) { await dropChunk(tx, tenantId, chunkId); return 'dropped' as const; }
     // The primary must still exist (share-locked until the commit, so deleting it waits for this chunk and
     // then moves it): one deleted meanwhile leaves the chunk pending, written elsewhere by the next run.
-    if (primary && !(await tx`select 1 from log_destinations where id = ${primary.id} for share`).length) return 'gone' as const;
+    if (primary && !(await archiveQueries.lockDestination(tx, primary.id))) return 'gone' as const;
     const r = await tx`update log_chunks set status = 'committed', record_count = ${kept.length}, byte_count = ${obj.length}, plain_bytes = ${plain.length},
         sha256 = ${sha256}, key_registry_id = ${registry.id}, key_version = ${version}, object_key = ${okey},
         destination_id = ${primary?.id ?? null}, object_dir = ${location},

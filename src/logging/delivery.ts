@@ -1,7 +1,8 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
-import { archiveQueries, type DeliveryRow, type DestinationRow } from '../store/log-archive.js';
+import { type DeliveryRow, type DestinationRow } from '../store/log-archive.js';
+import { archiveQueries } from '../cross-tenant/log-archive.js';
 import type { Sql } from '../sql.js';
 import { chunkDir } from './archive.js';
 import { postToSink, readObject } from './destinations.js';

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
-import { archiveQueries, type ChunkRow, type DestinationRow } from '../store/log-archive.js';
+import { type ChunkRow, type DestinationRow } from '../store/log-archive.js';
+import { archiveQueries } from '../cross-tenant/log-archive.js';
 import type { Sql } from '../sql.js';
 import { chunkDir, destinationsOf, primaryOf } from './archive.js';
 import { locationDir, locationOf, readObject, removeObject, writeObject } from './destinations.js';

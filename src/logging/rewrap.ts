@@ -1,7 +1,8 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/index.js';
-import { archiveQueries, type ChunkRow, type LogArchiveRepository } from '../store/log-archive.js';
+import { type ChunkRow, type LogArchiveRepository } from '../store/log-archive.js';
+import { archiveQueries } from '../cross-tenant/log-archive.js';
 import type { Sql } from '../sql.js';
 import { openChunk, sealChunk, sealVersionKey } from './chunk-crypto.js';
 import { chunkDir, objectKey, readChunk, versionKey } from './archive.js';

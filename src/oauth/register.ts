@@ -13,7 +13,7 @@ import { presentedToken, tokenState } from '../registration/initial-access-token
 import { registeredFields, registrationBodyError, registrationView, withStatement, type RegisteredFields } from '../registration/metadata.js';
 import { effectivePolicy } from '../registration/policy.js';
 import { verifySoftwareStatement } from '../registration/software-statement.js';
-import { findClientForAuthentication } from '../store/clients.js';
+import { findClientForAuthentication } from '../cross-tenant/credentials.js';
 import { randomToken } from '../store/ids.js';
 import { hitLimits } from '../store/rate-limit.js';
 import { redisKeys } from '../store/redis-keys.js';

@@ -1,4 +1,5 @@
 import { byteaArray, type Sql } from '../sql.js';
+import { legacyUserTenants, lockLegacyUsers } from '../cross-tenant/pii.js';
 import type { PiiVault } from './vault.js';
 
 /**
@@ -9,18 +10,17 @@ import type { PiiVault } from './vault.js';
 export async function sealLegacyUsers(sql: Sql, vault: PiiVault, batch = 1000): Promise<number> {
   let total = 0;
   // Data keys are created on the pool before the transactions (which may hold its only connection).
-  for (const { tenant_id } of await sql<{ tenant_id: string }[]>`select distinct tenant_id from users where email is not null`) await vault.dataKey(tenant_id);
+  for (const tenantId of await legacyUserTenants(sql)) await vault.dataKey(tenantId);
   for (;;) {
     const n = await sql.begin(async (tx) => {
-      const rows = await tx<{ id: string; tenant_id: string; email: string; name: string | null; metadata: Record<string, unknown> }[]>`
-        select id, tenant_id, email, name, metadata from users where email is not null order by id limit ${batch} for update skip locked`;
+      const rows = await lockLegacyUsers(tx, batch);
       for (const r of rows) {
         const sealed = await vault.seal(r.tenant_id, r.id, { email: r.email, name: r.name, metadata: r.metadata ?? {} });
         const e = vault.writeEntries(r.email);
         await tx`insert into pii_default.user_pii (tenant_id, user_id, sealed) values (${r.tenant_id}, ${r.id}, ${sealed}) on conflict do nothing`;
         await tx`insert into user_email_index (tenant_id, generation, bidx, user_id)
           select ${r.tenant_id}, g, b, ${r.id} from unnest(${e.generations}::int[], ${byteaArray(tx, e.bidxs)}::bytea[]) as x(g, b) on conflict do nothing`;
-        await tx`update users set email = null, name = null, metadata = '{}', pii_partition = 'default' where id = ${r.id}`;
+        await tx`update users set email = null, name = null, metadata = '{}', pii_partition = 'default' where tenant_id = ${r.tenant_id} and id = ${r.id}`;
       }
       return rows.length;
     });

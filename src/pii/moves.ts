@@ -1,5 +1,6 @@
 import { declareEvents } from '../events/declare.js';
 import type { Sql } from '../sql.js';
+import { staleMoves } from '../cross-tenant/pii.js';
 import type { PiiVault } from './vault.js';
 
 /** A user whose PII moved partition is updated. */
@@ -49,8 +50,7 @@ export async function pendingMove(sql: Sql, tenantId: string, userId: string): P
 
 /** Finishes every move older than `olderThanMs` (left by a crashed process); run at process start. */
 export async function finishStaleMoves(sql: Sql, vault: PiiVault, olderThanMs: number): Promise<number> {
-  const rows = await sql<MoveIntent[]>`select tenant_id, user_id, from_partition, to_partition, step from pii_moves
-    where started_at < now_ms() - ${olderThanMs} order by started_at limit 1000`;
+  const rows = await staleMoves<MoveIntent>(sql, olderThanMs);
   for (const m of rows) await finishMove(sql, vault, m);
   return rows.length;
 }

@@ -6,6 +6,7 @@ import nodemailer from 'nodemailer';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Sql } from '../sql.js';
+import { outboxReadable } from '../cross-tenant/webhook-deliveries.js';
 import { openSecret, sealSecret } from '../webhooks/secret-box.js';
 
 export type HealthStatus = 'healthy' | 'degraded' | 'unhealthy';
@@ -49,7 +50,7 @@ const webhookSender: Plugin = {
   // Deliveries need the queue Redis and the outbox table.
   async check({ sql, queueRedis }) {
     try { await queueRedis.ping(); } catch (err) { return { status: 'unhealthy', message: `queue Redis unreachable (${reason(err)})` }; }
-    try { await sql`select 1 from event_outbox limit 1`; } catch (err) { return { status: 'unhealthy', message: `outbox unreadable (${reason(err)})` }; }
+    try { await outboxReadable(sql); } catch (err) { return { status: 'unhealthy', message: `outbox unreadable (${reason(err)})` }; }
     return { status: 'healthy', message: 'queue Redis and outbox reachable' };
   },
 };

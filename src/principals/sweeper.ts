@@ -1,6 +1,6 @@
 import type { Deps } from '../deps.js';
 import type { TokenServices } from '../services.js';
-import { principalsWithCredentialEdges } from '../store/principals.js';
+import { principalsWithCredentialEdges } from '../cross-tenant/sweeps.js';
 import { resyncPrincipal } from './service.js';
 
 /** How often the credential sweep runs (the `principal-sweep` job's schedule, src/jobs/table.ts). */

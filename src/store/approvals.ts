@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db, Sql } from '../sql.js';
+import type { Db } from '../sql.js';
 
 export interface ApprovalRequestRow {
   tenant_id: string; id: string; investigation_id: string; request_surface: string; requested_action: string;
@@ -144,18 +144,4 @@ export class ApprovalRepository {
       and (audience = ${audience} or ${audience} = any(allowed_audiences))`;
     return (row?.n ?? 0) > 0;
   }
-}
-
-/**
- * Cross-tenant, for the expiry sweep only: requests still open past their own or a pending step's
- * expires_at, and active grants past theirs.
- */
-export function approvalsDueForExpiry(sql: Sql, now: number, limit = 500): Promise<Array<{ tenant_id: string; id: string }>> {
-  return sql<{ tenant_id: string; id: string }[]>`
-    select tenant_id, id from approval_requests where status in ('pending', 'partially_approved', 'approved') and expires_at <= ${now}
-    union
-    select tenant_id, request_id from approval_steps where status = 'pending' and expires_at <= ${now}
-    union
-    select tenant_id, request_id from elevation_grants where status = 'active' and expires_at <= ${now}
-    limit ${limit}`;
 }

@@ -39,11 +39,11 @@ export class CheckApiKeyRepository {
     const sql = this.db;
     // Activity as the record shows it (src/check/keys.ts checkKeyView): not revoked and not past expires_at.
     const active = sql`(is_active and (expires_at is null or expires_at > now_ms()))`;
-    const where = sql`tenant_id = ${this.tenantId} ${f.client_id ? sql`and client_id = ${f.client_id}` : sql``}
+    const filters = sql`${f.client_id ? sql`and client_id = ${f.client_id}` : sql``}
       ${f.is_active === undefined ? sql`` : f.is_active ? sql`and ${active}` : sql`and not ${active}`}`;
     const [rows, [count]] = await Promise.all([
-      sql<CheckKeyRow[]>`select * from check_api_keys where ${where} order by created_at desc, id desc limit ${f.limit} offset ${(f.page - 1) * f.limit}`,
-      sql<{ n: number }[]>`select count(*)::int as n from check_api_keys where ${where}`,
+      sql<CheckKeyRow[]>`select * from check_api_keys where tenant_id = ${this.tenantId} ${filters} order by created_at desc, id desc limit ${f.limit} offset ${(f.page - 1) * f.limit}`,
+      sql<{ n: number }[]>`select count(*)::int as n from check_api_keys where tenant_id = ${this.tenantId} ${filters}`,
     ]);
     return { rows, total: count!.n };
   }
@@ -56,12 +56,3 @@ export class CheckApiKeyRepository {
   }
 }
 
-/**
- * The key a caller presented, found by its keyed hash. The one lookup without a tenant, on purpose:
- * the /api/check caller is not yet known, and the key itself names its tenant (as a client id does
- * at /token). Everything after this runs in the key's tenant.
- */
-export async function findCheckKeyByHash(db: Db, hash: Buffer): Promise<CheckKeyRow | null> {
-  const [row] = await db<CheckKeyRow[]>`select * from check_api_keys where key_hash = ${hash}`;
-  return row ?? null;
-}

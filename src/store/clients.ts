@@ -1,6 +1,6 @@
 import type { TenantScope } from '../admin-access.js';
 import type { Cursor } from './cursor.js';
-import type { Db, Sql } from '../sql.js';
+import type { Db } from '../sql.js';
 
 /** An OAuth client as the token endpoints see it (never carries the secret, only its keyed hash). */
 export interface Client {
@@ -44,7 +44,7 @@ export interface ClientRow {
   permissions: string[]; tenant_scopes: Client['tenantScopes']; status: Client['status']; registered_dynamically: boolean; created_at: number; updated_at: number;
 }
 
-type StoredRow = ClientRow & { secret_hash: Buffer | null };
+export type StoredRow = ClientRow & { secret_hash: Buffer | null };
 
 export interface NewClient {
   clientId: string; name: string; secretHash: Buffer | null; authMethod?: Client['authMethod'] | undefined;
@@ -68,7 +68,7 @@ const COLS = (sql: Db) => sql`client_id, tenant_id, name, token_endpoint_auth_me
   allowed_audiences, audience, strict_validation, can_introspect, first_party, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg, access_token_ttl, refresh_token_ttl, jwks, permissions,
   tenant_scopes, status, registered_dynamically, created_at, updated_at`;
 
-function toClient(r: StoredRow): Client {
+export function toClient(r: StoredRow): Client {
   return {
     clientId: r.client_id, tenantId: r.tenant_id, name: r.name, secretHash: r.secret_hash, authMethod: r.token_endpoint_auth_method,
     grantTypes: r.grant_types, scopes: r.scopes, redirectUris: r.redirect_uris, postLogoutRedirectUris: r.post_logout_redirect_uris,
@@ -78,16 +78,6 @@ function toClient(r: StoredRow): Client {
   };
 }
 
-/**
- * The one lookup of a client without its tenant, for client authentication (the per-process client
- * cache behind /token, /introspect, /revoke). Client ids are globally unique, so the endpoint finds the
- * client before it knows the tenant; the tenant then comes from the client record. Everything else goes
- * through a tenant's ClientRepository.
- */
-export async function findClientForAuthentication(sql: Sql, clientId: string): Promise<Client | null> {
-  const [row] = await sql<StoredRow[]>`select * from clients where client_id = ${clientId}`;
-  return row ? toClient(row) : null;
-}
 
 /** The OAuth clients of one tenant. */
 export class ClientRepository {

@@ -1,5 +1,5 @@
 import type { TenantScope } from '../admin-access.js';
-import type { Db, Sql } from '../sql.js';
+import type { Db } from '../sql.js';
 
 /** A machine access principal (spec: Machine access principal) as stored. */
 export interface PrincipalRow {
@@ -35,18 +35,6 @@ export interface NewCredential {
 }
 
 export interface PrincipalFilter { page: number; limit: number; status?: string | undefined; principal_type?: string | undefined }
-
-/**
- * Principals whose credentials entered (notBefore) or left (expiresAt) their validity window in
- * (since, now], across tenants: the one query of this module without a tenant, for the background
- * sweeper, which then re-syncs each principal through its own tenant's repository.
- */
-export function principalsWithCredentialEdges(sql: Sql, since: number, now: number): Promise<Array<{ tenant_id: string; principal_id: string }>> {
-  return sql<{ tenant_id: string; principal_id: string }[]>`
-    select distinct tenant_id, principal_id from principal_credentials
-    where (not_before > ${since} and not_before <= ${now}) or (expires_at > ${since} and expires_at <= ${now})`;
-}
-
 /** Machine access principals of one tenant, their credentials, and the backing client they drive. */
 export class PrincipalRepository {
   constructor(private readonly db: Db, private readonly tenantId: string) {}
@@ -70,10 +58,10 @@ export class PrincipalRepository {
   /** One page, newest first, and the number of principals matching the filter. */
   async list(f: PrincipalFilter): Promise<{ rows: PrincipalRow[]; total: number }> {
     const sql = this.db;
-    const where = sql`tenant_id = ${this.tenantId} ${f.status ? sql`and status = ${f.status}` : sql``} ${f.principal_type ? sql`and principal_type = ${f.principal_type}` : sql``}`;
+    const filters = sql`${f.status ? sql`and status = ${f.status}` : sql``} ${f.principal_type ? sql`and principal_type = ${f.principal_type}` : sql``}`;
     const [rows, [count]] = await Promise.all([
-      sql<PrincipalRow[]>`select * from machine_principals where ${where} order by created_at desc, id desc limit ${f.limit} offset ${(f.page - 1) * f.limit}`,
-      sql<{ n: number }[]>`select count(*)::int as n from machine_principals where ${where}`,
+      sql<PrincipalRow[]>`select * from machine_principals where tenant_id = ${this.tenantId} ${filters} order by created_at desc, id desc limit ${f.limit} offset ${(f.page - 1) * f.limit}`,
+      sql<{ n: number }[]>`select count(*)::int as n from machine_principals where tenant_id = ${this.tenantId} ${filters}`,
     ]);
     return { rows, total: count!.n };
   }

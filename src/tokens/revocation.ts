@@ -3,6 +3,7 @@ import type { ChainableCommander, Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../sql.js';
+import { liveMarks, revokedAfter } from '../cross-tenant/revocations.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { mgetAcrossSlots, setMany } from '../store/redis.js';
 import { listRefusedTenants } from '../store/tenants.js';
@@ -260,8 +261,7 @@ export class RevocationStore {
       let count = 0;
       let after = '';
       for (;;) {
-        const rows = await this.sql<{ jti: string; expires_at: number }[]>`
-          select jti, expires_at from revocations where expires_at > ${now} and jti > ${after} order by jti limit 5000`;
+        const rows = await revokedAfter(this.sql, now, after);
         if (!rows.length) break;
         const entries: Array<{ key: string; value: string; ttlMs: number }> = [];
         for (const r of rows) {
@@ -272,8 +272,7 @@ export class RevocationStore {
         count += rows.length;
         after = rows[rows.length - 1]!.jti;
       }
-      const marks = await this.sql<{ tenant_id: string; subject_kind: MarkKind; subject_id: string; not_before: number; expires_at: number }[]>`
-        select tenant_id, subject_kind, subject_id, not_before, expires_at from revocation_marks where expires_at > ${now}`;
+      const marks = await liveMarks<MarkKind>(this.sql, now);
       const refused = await listRefusedTenants(this.sql);
       await setMany(this.redis, [
         ...marks.map((m) => ({ key: RevocationStore.markKey(m.tenant_id, m.subject_kind, m.subject_id), value: String(m.not_before), ttlMs: Math.max(1, m.expires_at - now) })),

@@ -1,4 +1,4 @@
-import type { FanOutHook, NewDelivery, OutboxEvent } from '../store/webhook-deliveries.js';
+import type { FanOutHook, NewDelivery, OutboxEvent } from '../cross-tenant/webhook-deliveries.js';
 import { filtersMatch } from './filters.js';
 import { newDeliveryId, type RequestBody } from './message.js';
 import { openFields } from '../sealed-fields.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { findClientForAuthentication } from '../../src/store/clients.js';
+import { findClientForAuthentication } from '../../src/cross-tenant/credentials.js';
 import { newId } from '../../src/store/ids.js';
 import type { TenantStore } from '../../src/store/index.js';
 import { twoTenants } from '../helpers/two-tenants.js';

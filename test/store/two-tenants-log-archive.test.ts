@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import t from 'tap';
-import { archiveQueries, insertLogRecords } from '../../src/store/log-archive.js';
+import { insertLogRecords } from '../../src/store/log-archive.js';
+import { archiveQueries } from '../../src/cross-tenant/log-archive.js';
 import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
 import { tempDatabase } from '../helpers/db.js';

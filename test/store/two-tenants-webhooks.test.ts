@@ -5,7 +5,7 @@ import { recordEvent } from '../../src/events/outbox.js';
 import { newId } from '../../src/store/ids.js';
 import { Store } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrate.js';
-import { CrossTenantDeliveries } from '../../src/store/webhook-deliveries.js';
+import { CrossTenantDeliveries } from '../../src/cross-tenant/webhook-deliveries.js';
 import type { WebhookRepository } from '../../src/store/webhooks.js';
 import { planDeliveries } from '../../src/webhooks/fan-out.js';
 import { sealWebhookSecret, webhookSecret } from '../../src/webhooks/secret-box.js';

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
-import { governanceQueries, type EnforcementAction } from '../../store/log-governance.js';
+import { type EnforcementAction } from '../../store/log-governance.js';
+import { governanceQueries } from '../../cross-tenant/log-governance.js';
 import type { Sql } from '../../sql.js';
 import type { Lane, LogAdmission, LogType, Plane } from '../types.js';
 

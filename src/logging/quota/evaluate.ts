@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { declareEvents } from '../../events/declare.js';
 import { newId } from '../../store/ids.js';
-import { governanceQueries, windowOf, type EnforcementAction, type QuotaPolicyRow, type QuotaState } from '../../store/log-governance.js';
+import { windowOf, type EnforcementAction, type QuotaPolicyRow, type QuotaState } from '../../store/log-governance.js';
+import { governanceQueries } from '../../cross-tenant/log-governance.js';
 import type { Sql } from '../../sql.js';
 import { lockLiveTenants } from '../../store/tenants.js';
 

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { newId } from '../../store/ids.js';
-import { governanceQueries, type MinuteValue } from '../../store/log-governance.js';
+import { type MinuteValue } from '../../store/log-governance.js';
+import { governanceQueries } from '../../cross-tenant/log-governance.js';
 import { parseField, redisKeys } from '../../store/redis-keys.js';
 import type { Sql } from '../../sql.js';
 import { MINUTE_RETENTION_MS } from './meter.js';

@@ -1,17 +1,12 @@
-import { refreshTtl } from '../../tenants/settings-cache.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { adminClaimsFor } from '../../tokens/user-claims.js';
 import { GRANT } from '../../clients/model.js';
 import { declareEvents } from '../../events/declare.js';
 import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import { recordIssued, redeemCode, type IssuedFromCode } from '../../login/codes.js';
-import { revokeFamily, storeRefreshToken } from '../../tokens/refresh-tokens.js';
-import { sha256b64url } from '../../tokens/secrets.js';
-import { issueIdToken } from '../id-token.js';
+import { revokeFamily } from '../../tokens/refresh-tokens.js';
 import { one, required } from '../params.js';
-import { requestedTargets, scopeForAudience, withinGrant } from '../resource-indicators.js';
-import { audClaim, bindTo, resolveTargets, tokenType, ttlFor, type Grant } from './grant.js';
+import { issueForUser, type Grant } from './grant.js';
 
 /** A replayed authorization code is a security alert (its first tokens are revoked). */
 const codeGrantEvents = declareEvents(['security.alert']);
@@ -33,8 +28,8 @@ function pkceMatches(verifier: string, challenge: string): boolean {
 
 /**
  * RFC 6749 4.1.3 with PKCE (RFC 7636) and OpenID Connect: the code is single-use and bound to the
- * client, redirect URI, challenge, nonce and scope. Issues an access token, an ID token when openid was
- * granted, and a refresh token when the client may refresh and asked for offline_access or is first-party.
+ * client, redirect URI, challenge, nonce and scope. Issues the person's tokens (issueForUser: access
+ * token, ID token for openid, refresh token for offline_access or a first-party client).
  */
 export const authorizationCode: Grant = {
   type: GRANT.authorizationCode,
@@ -71,35 +66,8 @@ export const authorizationCode: Grant = {
       if (!binding) throw new OAuthError('invalid_dpop_proof', 'The authorization code is DPoP-bound: send a DPoP proof of its key.');
       if (binding.jkt !== rec.dpopJkt) throw invalidGrant('The DPoP proof\'s key is not the one the authorization request named (dpop_jkt).');
     }
-    const scope = rec.scope.join(' ');
-    // RFC 8707 2.2: with resources in the authorization request, the token is for some or all of them.
-    const granted = rec.resource ?? [];
-    const aud = granted.length ? withinGrant(requestedTargets(form), granted, granted) : resolveTargets(client, form, deps.config.issuer, deps.config.issuer).aud;
-    const tokenScope = await scopeForAudience(deps, rec.tenantId, aud, scope, false);
-    const ttl = (await ttlFor(deps, client));
-    const admin = await adminClaimsFor(deps, rec.tenantId, rec.userId, audClaim(aud), tokenScope);
-    const at = await deps.tokens.accessTokens.issue({
-      tenant: rec.tenantId, sub: rec.userId, clientId: client.clientId, aud: audClaim(aud), scope: tokenScope, ttlSeconds: ttl, extra: bindTo({ auth_time: rec.authTime, email: rec.email, ...admin }, binding),
-    });
-    const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope: tokenScope };
-    // The refresh token keeps the whole grant: its default audience, and the resources it may be refreshed for.
-    const grantClaims = { aud: audClaim(aud), ...(granted.length ? { resources: granted } : {}) };
-    const issued: IssuedFromCode = { accessJti: at.jti, accessExp: at.exp };
-    const [idToken, refresh] = await Promise.all([
-      rec.scope.includes('openid')
-        ? issueIdToken(deps, { clientId: client.clientId, sub: rec.userId, email: rec.email, emailVerified: true, authTime: rec.authTime, nonce: rec.nonce, accessToken: at.token, tenant: rec.tenantId })
-        : undefined,
-      client.grantTypes.includes(GRANT.refreshToken) && (rec.scope.includes('offline_access') || client.firstParty)
-        ? storeRefreshToken(deps.sql, {
-          tenantId: rec.tenantId, clientId: client.clientId, sub: rec.userId, scope, accessJti: at.jti, authTime: rec.authTime * 1000,
-          // A public client's refresh token is bound to the proof's key (RFC 9449 5); a confidential client's
-          // is held by its authentication, and each refresh binds the new access token to that request's proof.
-          claims: binding && client.authMethod === 'none' ? { ...grantClaims, cnf: { jkt: binding.jkt } } : grantClaims, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
-        })
-        : undefined,
-    ]);
-    if (refresh) { body.refresh_token = refresh; issued.refreshFamily = sha256b64url(refresh); }
-    if (idToken) body.id_token = idToken;
+    // The tenant is the code's, which is the client's (checked above).
+    const { body, issued } = await issueForUser(deps, client, { userId: rec.userId, email: rec.email, authTime: rec.authTime, scope: rec.scope, nonce: rec.nonce, resource: rec.resource }, form, binding);
     if (await recordIssued(deps.redis, redemption.codeHash, issued)) {
       // A replay arrived while these were being issued: they must not be used either.
       await revokeIssued(deps, rec.tenantId, issued);

@@ -1,12 +1,16 @@
-import { accessTtl } from '../../tenants/settings-cache.js';
-import type { Client } from '../../clients/model.js';
+import { accessTtl, refreshTtl } from '../../tenants/settings-cache.js';
+import { GRANT, type Client } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
 import type { FormToken } from '../../generated/types.js';
 import type { Form } from '../params.js';
 import type { ReadAhead } from '../../tokens/read-ahead.js';
+import { storeRefreshToken } from '../../tokens/refresh-tokens.js';
+import { sha256b64url } from '../../tokens/secrets.js';
+import { adminClaimsFor } from '../../tokens/user-claims.js';
+import { issueIdToken } from '../id-token.js';
 import { scopeList } from '../params.js';
-import { requestedTargets, resourcesOf } from '../resource-indicators.js';
+import { requestedTargets, resourcesOf, scopeForAudience, withinGrant } from '../resource-indicators.js';
 
 /** The parameters of client authentication, which the token endpoint reads and no grant sees. */
 export const CLIENT_AUTH_PARAMS = ['client_id', 'client_secret', 'client_assertion_type', 'client_assertion'] as const;
@@ -94,4 +98,54 @@ export async function ttlFor(deps: Deps, client: Client): Promise<number> {
 
 export function audClaim(aud: string[]): string | string[] {
   return aud.length === 1 ? aud[0]! : aud;
+}
+
+/** The person a grant issues for (who approved an authorization code or a device code) and what they granted. */
+export interface Approval {
+  userId: string; email: string; authTime: number; scope: string[]; nonce?: string;
+  /** RFC 8707: the resources the authorization request named; the tokens are for these only. */
+  resource?: string[] | undefined;
+}
+
+/** What a person's tokens were, so the grant can revoke them again (a replayed code). */
+export interface IssuedForUser { accessJti: string; accessExp: number; refreshFamily?: string }
+
+/**
+ * A signed-in person's tokens for a client, the same for every grant that ends a flow with a person
+ * (authorization code, device code): an access token with their claims (bound to the request's DPoP
+ * proof, if any), an ID token when openid was granted, and a refresh token when the client may refresh
+ * and asked for offline_access or is first-party.
+ */
+export async function issueForUser(deps: Deps, client: Client, a: Approval, form: Form, binding: Binding | undefined): Promise<{ body: Record<string, unknown>; issued: IssuedForUser }> {
+  const scope = a.scope.join(' ');
+  // RFC 8707 2.2: with resources in the authorization request, the token is for some or all of them.
+  const granted = a.resource ?? [];
+  const aud = granted.length ? withinGrant(requestedTargets(form), granted, granted) : resolveTargets(client, form, deps.config.issuer, deps.config.issuer).aud;
+  // The access token carries only the resource's scopes; the refresh token keeps the grant's.
+  const tokenScope = await scopeForAudience(deps, client.tenantId, aud, scope, false);
+  const ttl = await ttlFor(deps, client);
+  const admin = await adminClaimsFor(deps, client.tenantId, a.userId, audClaim(aud), tokenScope);
+  const at = await deps.tokens.accessTokens.issue({
+    tenant: client.tenantId, sub: a.userId, clientId: client.clientId, aud: audClaim(aud), scope: tokenScope, ttlSeconds: ttl, extra: bindTo({ auth_time: a.authTime, email: a.email, ...admin }, binding),
+  });
+  const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope: tokenScope };
+  // The refresh token keeps the whole grant: its default audience, and the resources it may be refreshed for.
+  const grantClaims = { aud: audClaim(aud), ...(granted.length ? { resources: granted } : {}) };
+  const issued: IssuedForUser = { accessJti: at.jti, accessExp: at.exp };
+  const [idToken, refresh] = await Promise.all([
+    a.scope.includes('openid')
+      ? issueIdToken(deps, { clientId: client.clientId, sub: a.userId, email: a.email, emailVerified: true, authTime: a.authTime, nonce: a.nonce, accessToken: at.token, tenant: client.tenantId })
+      : undefined,
+    client.grantTypes.includes(GRANT.refreshToken) && (a.scope.includes('offline_access') || client.firstParty)
+      ? storeRefreshToken(deps.sql, {
+        tenantId: client.tenantId, clientId: client.clientId, sub: a.userId, scope, accessJti: at.jti, authTime: a.authTime * 1000,
+        // A public client's refresh token is bound to the proof's key (RFC 9449 5); a confidential client's
+        // is held by its authentication, and each refresh binds the new access token to that request's proof.
+        claims: binding && client.authMethod === 'none' ? { ...grantClaims, cnf: { jkt: binding.jkt } } : grantClaims, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
+      })
+      : undefined,
+  ]);
+  if (refresh) { body.refresh_token = refresh; issued.refreshFamily = sha256b64url(refresh); }
+  if (idToken) body.id_token = idToken;
+  return { body, issued };
 }

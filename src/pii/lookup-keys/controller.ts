@@ -3,6 +3,7 @@ import { Conflict, NotFound, ValidationError } from '../../errors.js';
 import { declareEvents } from '../../events/declare.js';
 import type { LookupSlot } from '../keyring.js';
 import type { TxSql } from '../../sql.js';
+import { usersCreatedBy } from '../../cross-tenant/pii.js';
 import { environmentKey, generateKey, initialKeyRow, type KeyRow } from './key-material.js';
 import { keyFingerprint } from '../blind-index.js';
 import { liveComponents } from './fleet.js';
@@ -107,8 +108,7 @@ export async function advanceRotation(tx: TxSql, fleet: Fleet, operationId: stri
   if (to === 'activation_dual_write') set = { mutation_started: true };
   if (to === 'dual_read') {
     // The inventory: every user existing at the cutoff is re-indexed; later ones are written under the candidate already.
-    const [c] = await tx<{ n: number }[]>`select count(*)::bigint as n from users where created_at <= ${now}`;
-    set = { cutoff: now, source_row_count: Number(c!.n) };
+    set = { cutoff: now, source_row_count: await usersCreatedBy(tx, now) };
   }
   if (to === 'reindexing') set = { checkpoint: { phase: 'reindex', cursor: null, processed: 0, conflicts: 0 } };
   if (to === 'complete') set = { checkpoint: { phase: 'drop', generation: row.source_generation, deleted: 0 }, ...(opts.endGraceEarly && now < (row.grace_expires_at ?? 0) ? { grace_expires_at: now } : {}) };

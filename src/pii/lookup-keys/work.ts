@@ -3,7 +3,8 @@ import type { Logger } from '../../log.js';
 import { blindIndex } from '../blind-index.js';
 import type { LookupKey } from '../keyring.js';
 import type { PiiVault } from '../vault.js';
-import { byteaArray, type Sql, type TxSql } from '../../sql.js';
+import type { Sql, TxSql } from '../../sql.js';
+import * as crossTenant from '../../cross-tenant/pii.js';
 import { block, lagging, transition } from './controller.js';
 import { loadKey } from './key-material.js';
 import { lookupHmacRepo as repo, type RotationRow } from './repository.js';
@@ -70,15 +71,17 @@ async function keyOf(d: WorkDeps, db: Sql | TxSql, generation: number): Promise<
   return k;
 }
 
+/** The index entries of users with an address under one key: tenant, user and blind index, column by column. */
+function entriesOf(key: LookupKey, users: UserAddress[]): { tenants: string[]; users: string[]; bidxs: Buffer[] } {
+  return { tenants: users.map((u) => u.tenant_id), users: users.map((u) => u.id), bidxs: users.map((u) => blindIndex(key.key, u.email!)) };
+}
+
 interface UserAddress { id: string; tenant_id: string; created_at: number; email: string | null }
 
 /** The next `limit` users after `cursor` (by id), locked against changes of address, with their addresses opened. */
 async function usersAfter(d: WorkDeps, tx: TxSql, cursor: string | null, limit: number, createdUpTo: number | null): Promise<{ users: UserAddress[]; last: string | null }> {
   const j = d.vault.joinSql('u');
-  const rows = await tx<Array<{ id: string; tenant_id: string; pii_partition: string; created_at: string; sealed: Buffer | null }>>`
-    select u.id, u.tenant_id, u.pii_partition, u.created_at, ${tx.unsafe(j.column)} from users u ${tx.unsafe(j.joins)}
-    where ${cursor === null ? tx`true` : tx`u.id > ${cursor}`} ${createdUpTo === null ? tx`` : tx`and u.created_at <= ${createdUpTo}`}
-    order by u.id limit ${limit} for share of u`;
+  const rows = await crossTenant.usersAfter(tx, j, cursor, limit, createdUpTo);
   // Rows of partitions in other databases: one read per partition.
   const missing = rows.filter((r) => !r.sealed && !d.vault.partition(r.pii_partition).inMain);
   for (const name of new Set(missing.map((r) => r.pii_partition))) {
@@ -111,10 +114,7 @@ export async function indexBatch(d: WorkDeps, operationId: string, token: number
     const ok = users.filter((u) => u.email !== null);
     let conflicts = users.length - ok.length;
     if (ok.length) {
-      const [c] = await tx<{ n: number }[]>`with x as (select * from unnest(${ok.map((u) => u.tenant_id)}::text[], ${ok.map((u) => u.id)}::text[], ${byteaArray(tx, ok.map((u) => blindIndex(key.key, u.email!)))}::bytea[]) as x(t, u, b)),
-        i as (insert into user_email_index (tenant_id, generation, bidx, user_id) select t, ${key.generation}, b, u from x on conflict do nothing returning 1)
-        select (select count(*) from x join user_email_index e on e.tenant_id = x.t and e.generation = ${key.generation} and e.bidx = x.b and e.user_id <> x.u)::int as n, (select count(*) from i) as inserted`;
-      conflicts += c!.n;
+      conflicts += await crossTenant.writeIndexEntries(tx, key.generation, entriesOf(key, ok));
     }
     const done = users.length < d.batch;
     await repo.update(tx, operationId, { checkpoint: { ...cp, cursor: last ?? cp.cursor ?? null, processed: (cp.processed ?? 0) + users.length, conflicts: (cp.conflicts ?? 0) + conflicts } });
@@ -131,9 +131,7 @@ export async function verifyBatch(d: WorkDeps, operationId: string, token: numbe
     const ok = users.filter((u) => u.email !== null);
     let verified = 0;
     if (ok.length) {
-      const [c] = await tx<{ n: number }[]>`select count(*)::int as n from unnest(${ok.map((u) => u.tenant_id)}::text[], ${ok.map((u) => u.id)}::text[], ${byteaArray(tx, ok.map((u) => blindIndex(key.key, u.email!)))}::bytea[]) as x(t, u, b)
-        where exists (select 1 from user_email_index e where e.tenant_id = x.t and e.generation = ${key.generation} and e.bidx = x.b and e.user_id = x.u)`;
-      verified = c!.n;
+      verified = await crossTenant.countIndexed(tx, key.generation, entriesOf(key, ok));
     }
     await repo.update(tx, operationId, { checkpoint: { ...cp, cursor: last ?? cp.cursor ?? null, checked: (cp.checked ?? 0) + users.length, verified: (cp.verified ?? 0) + verified, mismatches: (cp.mismatches ?? 0) + users.length - verified } });
     return users.length < d.batch;
@@ -144,9 +142,9 @@ export async function verifyBatch(d: WorkDeps, operationId: string, token: numbe
 export async function dropBatch(d: WorkDeps, operationId: string, token: number, generation: number): Promise<boolean> {
   return underLease(d, operationId, token, async (tx, row) => {
     const cp = row.checkpoint as unknown as Checkpoint;
-    const r = await tx`delete from user_email_index where ctid in (select ctid from user_email_index where generation = ${generation} limit ${d.batch * 10})`;
-    await repo.update(tx, operationId, { checkpoint: { ...cp, deleted: (cp.deleted ?? 0) + r.count } });
-    return r.count < d.batch * 10;
+    const deleted = await crossTenant.dropIndexEntries(tx, generation, d.batch * 10);
+    await repo.update(tx, operationId, { checkpoint: { ...cp, deleted: (cp.deleted ?? 0) + deleted } });
+    return deleted < d.batch * 10;
   });
 }
 

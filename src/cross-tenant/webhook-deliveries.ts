@@ -1,6 +1,6 @@
-import type { Sql } from '../sql.js';
-import { lockLiveTenants, TOMBSTONE_STATUSES } from './tenants.js';
-import type { RequestBody, WebhookRow } from './webhooks.js';
+import type { Db, Sql } from '../sql.js';
+import { lockLiveTenants, TOMBSTONE_STATUSES } from '../store/tenants.js';
+import type { RequestBody, WebhookRow } from '../store/webhooks.js';
 
 /** An undispatched outbox row. */
 export interface OutboxEvent { id: number; tenant_id: string; event: string; data: Record<string, unknown>; occurred_at: number }
@@ -18,7 +18,7 @@ export interface Unqueued { tenant_id: string; id: string; attempt: number; next
  * The background path of webhook delivery, for the outbox relay only: it works across tenants by
  * design (one outbox and one queue per deployment), so it is not a tenant repository and no request
  * handler uses it. Every row it writes is keyed by the tenant of its event; whatever touches one
- * delivery of a known tenant goes through WebhookRepository (./webhooks.ts) instead.
+ * delivery of a known tenant goes through WebhookRepository (src/store/webhooks.ts) instead.
  */
 export class CrossTenantDeliveries {
   constructor(private readonly sql: Sql) {}
@@ -92,4 +92,12 @@ export class CrossTenantDeliveries {
       select tenant_id, id, attempt, next_attempt_at from webhook_deliveries
       where status = 'pending' and queued_at is not null and next_attempt_at < ${beforeMs} order by next_attempt_at limit ${limit}`;
   }
+}
+
+/**
+ * Whether the outbox table can be read at all (the webhook-sender plugin's health check): one row of
+ * any tenant, read only to prove the table answers.
+ */
+export async function outboxReadable(sql: Db): Promise<void> {
+  await sql`select 1 from event_outbox limit 1`;
 }
