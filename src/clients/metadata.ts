@@ -37,3 +37,27 @@ export function redirectUriProblem(uri: string): string | null {
   if (u.protocol === 'http:' && LOOPBACK_HOSTS.has(u.hostname)) return null;
   return 'must use https (http only on a loopback host: localhost, 127.0.0.1 or [::1])';
 }
+
+/**
+ * Whether `uri` is one of the client's registered redirect URIs: the exact string (RFC 9700 2.1), or, for
+ * a registered http URI on a loopback host, the same URI with any port (RFC 8252 7.3: a native app
+ * listens on whatever port the system gives it).
+ */
+export function redirectUriRegistered(registered: readonly string[], uri: string): boolean {
+  if (registered.includes(uri)) return true;
+  const asked = loopback(uri);
+  if (!asked) return false;
+  return registered.some((r) => {
+    const reg = loopback(r);
+    return reg !== null && reg.hostname === asked.hostname && reg.pathname === asked.pathname && reg.search === asked.search && reg.hash === '' && asked.hash === '';
+  });
+}
+
+/** The URL of an http URI on a loopback host, else null. */
+function loopback(uri: string): URL | null {
+  if (!uri.startsWith('http://')) return null;
+  try {
+    const u = new URL(uri);
+    return LOOPBACK_HOSTS.has(u.hostname) && !u.username && !u.password ? u : null;
+  } catch { return null; }
+}

@@ -4,9 +4,9 @@ import { AppError, InvalidRequest, RateLimited, Unauthorized } from '../errors.j
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { validate, validatorFor } from '../http/validate.js';
-import { DEVICE } from '../oauth/device/options.js';
-import { decideDeviceAuthorization, enterUserCode, viewDeviceAuthorization, type DeviceView } from '../oauth/device/store.js';
-import { displayUserCode, normalizeUserCode } from '../oauth/device/user-code.js';
+import { DEVICE } from '../device/options.js';
+import { decideDeviceAuthorization, enterUserCode, viewDeviceAuthorization, type DeviceView } from '../device/store.js';
+import { displayUserCode, normalizeUserCode } from '../device/user-code.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
 import { grantConsent } from './consent.js';

@@ -13,11 +13,11 @@ import { presentedToken, tokenState } from '../registration/initial-access-token
 import { registeredFields, registrationBodyError, registrationView, withStatement, type RegisteredFields } from '../registration/metadata.js';
 import { effectivePolicy } from '../registration/policy.js';
 import { verifySoftwareStatement } from '../registration/software-statement.js';
-import { findClientForAuthentication } from '../cross-tenant/credentials.js';
+import { findClientForAuthentication, findRegistrationForManagement } from '../cross-tenant/credentials.js';
 import { randomToken } from '../store/ids.js';
 import { hitLimits } from '../store/rate-limit.js';
 import { redisKeys } from '../store/redis-keys.js';
-import { findRegistrationForManagement, type ClientRegistrationRow, type InitialAccessTokenRow, type RegistrationPolicyRow, type RegistrationRepository } from '../store/registrations.js';
+import { type ClientRegistrationRow, type InitialAccessTokenRow, type RegistrationPolicyRow, type RegistrationRepository } from '../store/registrations.js';
 import { servingStatus } from '../tenants/settings-cache.js';
 import { hashSecret, secretMatches } from '../tokens/secrets.js';
 import { NO_STORE } from './params.js';

@@ -1,6 +1,7 @@
 import type { Sql } from '../sql.js';
 import { newId, randomToken } from '../store/ids.js';
-import { findInitialAccessToken, type InitialAccessTokenRow } from '../store/registrations.js';
+import { findInitialAccessToken } from '../cross-tenant/credentials.js';
+import type { InitialAccessTokenRow } from '../store/registrations.js';
 import { hashSecret, secretMatches } from '../tokens/secrets.js';
 
 /**

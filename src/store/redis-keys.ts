@@ -101,7 +101,7 @@ export const redisKeys = {
   /** Cached consent (scopes) of a user to a client. Used alone; no tag needed. */
   consent: (tenant: string, userId: string, clientId: string) => `consent:${tenant}:${userId}:${clientId}`,
 
-  // --- device authorization grant (src/oauth/device/store.ts, RFC 8628) ---
+  // --- device authorization grant (src/device/store.ts, RFC 8628) ---
   /**
    * A device authorization under the hash of its device code: a hash with tenant `t`, client, scope,
    * user code, expiry, interval, last poll, state and (once approved) the user. Every read and change is

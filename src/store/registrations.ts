@@ -1,5 +1,5 @@
 import type { Cursor } from './cursor.js';
-import type { Db, Sql } from '../sql.js';
+import type { Db } from '../sql.js';
 
 /** A tenant's dynamic registration policy as stored (src/registration/policy.ts gives the defaults). */
 export interface RegistrationPolicyRow {
@@ -139,20 +139,4 @@ export class RegistrationRepository {
       where tenant_id = ${this.tenantId} and client_id = ${clientId}`;
     return r.count === 1;
   }
-}
-
-/**
- * The registration a client management request names, found without a tenant on purpose: the caller
- * is known only by the registration access token it presents for a client id (globally unique, as at
- * /token); the row then names the tenant, and everything after runs in it.
- */
-export async function findRegistrationForManagement(sql: Sql, clientId: string): Promise<ClientRegistrationRow | null> {
-  const [row] = await sql<ClientRegistrationRow[]>`select * from client_registrations where client_id = ${clientId}`;
-  return row ?? null;
-}
-
-/** The initial access token a registration presents, by the id part of its value; it names its tenant. */
-export async function findInitialAccessToken(sql: Sql, id: string): Promise<InitialAccessTokenRow | null> {
-  const [row] = await sql<InitialAccessTokenRow[]>`select * from initial_access_tokens where id = ${id}`;
-  return row ?? null;
 }

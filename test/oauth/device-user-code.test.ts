@@ -1,5 +1,5 @@
 import t from 'tap';
-import { displayUserCode, newUserCode, normalizeUserCode, USER_CODE_ALPHABET } from '../../src/oauth/device/user-code.js';
+import { displayUserCode, newUserCode, normalizeUserCode, USER_CODE_ALPHABET } from '../../src/device/user-code.js';
 
 // User codes (RFC 8628 6.1): base 20 without vowels, 8 characters shown XXXX-XXXX, typed loosely.
 t.test('the alphabet has 20 characters and no vowels (no words), no digits (no 0/O, 1/I)', async (t) => {

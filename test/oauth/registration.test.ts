@@ -268,3 +268,16 @@ t.test('tenancy: tokens of one tenant never reach another tenant\'s clients', as
   t.equal((await admin('POST', `/api/admin/registration/initial-access-tokens/${bIat.id}/revoke`)).status, 404, 'nor revoke it');
   t.match((await bAdmin('GET', `/api/admin/registration/initial-access-tokens/${bIat.id}`)).body, { status: 'active', uses: 1 });
 });
+
+t.test('a loopback redirect URI matches with any port at /authorize (RFC 8252 7.3); an admin deleting the client ends its registration', async (t) => {
+  const iat = await initialAccessToken();
+  const r = await register({ ...codeClient, redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }, iat.token);
+  t.equal(r.status, 201);
+  const authorize = (redirect: string) => fetch(`${srv.url}/authorize?${new URLSearchParams({ client_id: r.body.client_id, redirect_uri: redirect, response_type: 'code', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}`, { headers: { accept: 'application/json' } });
+  const any = await authorize('http://127.0.0.1:49152/cb');
+  t.match(await any.json(), { login_required: true }, 'another port of the registered loopback URI');
+  t.equal((await authorize('http://127.0.0.1:49152/other')).status, 400, 'another path is not registered');
+  t.equal((await authorize('http://localhost:49152/cb')).status, 400, 'another loopback host is not registered');
+  t.equal((await admin('DELETE', `/api/admin/clients/${r.body.client_id}`)).status, 204);
+  t.equal((await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token })).status, 401, 'the registration went with the client');
+});

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../src/store/ids.js';
-import { findRegistrationForManagement, findInitialAccessToken } from '../../src/store/registrations.js';
+import { findRegistrationForManagement, findInitialAccessToken } from '../../src/cross-tenant/credentials.js';
 import type { TenantStore } from '../../src/store/index.js';
 import { DEFAULT_POLICY } from '../../src/registration/policy.js';
 import { twoTenants } from '../helpers/two-tenants.js';

@@ -1,7 +1,7 @@
 import { GRANT } from '../../clients/model.js';
 import { OAuthError } from '../../errors.js';
-import { DEVICE } from '../device/options.js';
-import { pollDeviceCode, type Poll } from '../device/store.js';
+import { DEVICE } from '../../device/options.js';
+import { pollDeviceCode, type Poll } from '../../device/store.js';
 import { required } from '../params.js';
 import { issueForUser, type Grant } from './grant.js';
 

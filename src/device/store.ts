@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
-import { ServiceUnavailable } from '../../errors.js';
-import { sha256 } from '../../login/keys.js';
-import { randomToken } from '../../store/ids.js';
-import { redisKeys } from '../../store/redis-keys.js';
+import { ServiceUnavailable } from '../errors.js';
+import { sha256b64url as sha256 } from '../tokens/secrets.js';
+import { randomToken } from '../store/ids.js';
+import { redisKeys } from '../store/redis-keys.js';
 import { DEVICE } from './options.js';
 import { newUserCode } from './user-code.js';
 
