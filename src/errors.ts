@@ -126,8 +126,9 @@ export class ValidationError extends AppError {
   constructor(details: Details, description = describe('validation_error')) { super(422, 'validation_error', description, { details }); }
 }
 export class Unauthorized extends AppError {
-  constructor(code: Exclude<CodeWithStatus<401>, 'invalid_client'> = 'unauthorized', description = describe(code)) {
-    super(401, code, description, { headers: { 'WWW-Authenticate': 'Bearer' } });
+  /** `challenge`: the WWW-Authenticate value, e.g. with RFC 9728 resource_metadata (src/resources/metadata-url.ts). */
+  constructor(code: Exclude<CodeWithStatus<401>, 'invalid_client'> = 'unauthorized', description = describe(code), challenge = 'Bearer') {
+    super(401, code, description, { headers: { 'WWW-Authenticate': challenge } });
   }
 }
 export class Forbidden extends AppError {

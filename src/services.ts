@@ -5,6 +5,7 @@ import type { Lifecycle } from './lifecycle.js';
 import type { Logger } from './log.js';
 import { ClientCache } from './clients/cache.js';
 import { PluginSwitches } from './plugins/switches.js';
+import { ResourceServerCache } from './resources/cache.js';
 import { createRedis } from './store/redis.js';
 import { channel, redisChannels } from './store/redis-keys.js';
 import type { Sql } from './sql.js';
@@ -32,6 +33,8 @@ export interface TokenServices {
   tenantSettings: TenantSettingsCache;
   /** The plugins each tenant switched off, cached the same way. */
   plugins: PluginSwitches;
+  /** Each tenant's resource servers (RFC 8707 resources), cached the same way. */
+  resourceServers: ResourceServerCache;
   accessTokens: AccessTokens;
   /** Key for client secret and API key hashes (derived from KEY_ENCRYPTION_KEY). */
   secretKey: Buffer;
@@ -65,6 +68,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   const clients = new ClientCache(sql, redis, config.redisPrefix, log);
   const tenantSettings = new TenantSettingsCache(sql, redis, channel(config, redisChannels.tenantsChanged), log);
   const plugins = new PluginSwitches(sql, redis, channel(config, redisChannels.pluginsChanged), log);
+  const resourceServers = new ResourceServerCache(sql, redis, channel(config, redisChannels.resourceServersChanged), log);
   // One subscriber connection for change notices (clients, keys); it may not issue other commands.
   const sub = createRedis(config, 'subscriber');
   own('change notice subscriber', () => { sub.disconnect(); });
@@ -78,6 +82,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
       clients.clear();
       tenantSettings.clear();
       plugins.clear();
+      resourceServers.clear();
       reloadKeys();
       log.info('change notices resumed; per-process caches cleared');
     }
@@ -88,6 +93,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
     await clients.subscribe(sub);
     await tenantSettings.subscribe(sub);
     await plugins.subscribe(sub);
+    await resourceServers.subscribe(sub);
     await sub.subscribe(keysChannel);
     sub.on('message', (ch: string) => { if (ch === keysChannel) reloadKeys(); });
   } catch (err) {
@@ -102,7 +108,7 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   const statusLists = new StatusLists(sql, config.issuer, tenantSettings, signer);
   accessTokens.statusLists = statusLists;
   return {
-    keys, signer, sharding, revocations, clients, tenantSettings, plugins, statusLists, accessTokens,
+    keys, signer, sharding, revocations, clients, tenantSettings, plugins, resourceServers, statusLists, accessTokens,
     secretKey: deriveKey(config.keyEncryptionKey, 'client-secrets'),
     close: () => (closing ??= (async () => { for (const c of closers.reverse()) await c(); })()),
   };

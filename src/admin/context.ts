@@ -1,4 +1,6 @@
 import type { Deps } from '../deps.js';
+import { Unauthorized } from '../errors.js';
+import { adminMetadataUrl, bearerChallenge } from '../resources/metadata-url.js';
 import type { HttpRequest } from '../http/request.js';
 import { checkAudience } from './checks/check-audience.js';
 import { checkClient } from './checks/check-client.js';
@@ -20,6 +22,16 @@ export type { AdminContext } from './types.js';
  * policies (policy-engine.ts). Each step throws the spec's error; the first failure answers.
  */
 export async function adminContext(deps: Deps, req: HttpRequest, permission: string, tenant: TenantMode = 'selected'): Promise<AdminContext> {
+  try {
+    return await authenticated(deps, req, permission, tenant);
+  } catch (err) {
+    // RFC 9728 5.1: a 401 points the caller at the administration API's protected resource metadata.
+    if (err instanceof Unauthorized) throw new Unauthorized(err.code as ConstructorParameters<typeof Unauthorized>[0], err.message, bearerChallenge(adminMetadataUrl(deps.config.issuer)));
+    throw err;
+  }
+}
+
+async function authenticated(deps: Deps, req: HttpRequest, permission: string, tenant: TenantMode): Promise<AdminContext> {
   const p = readToken(deps, req);
   checkAudience(p, deps.config.issuer);
   const client = await checkClient(deps, p);

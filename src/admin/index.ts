@@ -10,6 +10,7 @@ import { piiPartitionRoutes } from './pii-partitions.js';
 import { lookupHmacRoutes } from './lookup-hmac.js';
 import { policyRoutes } from './policies.js';
 import { principalRoutes } from './principals.js';
+import { resourceServerRoutes } from './resource-servers.js';
 import { registrationAdminRoutes } from './registration.js';
 import { roleRoutes } from './roles.js';
 import { shardingRoutes } from './sharding.js';
@@ -23,6 +24,7 @@ export function adminRoutes(deps: Deps): Route[] {
     ...userRoutes(deps),
     ...roleRoutes(deps),
     ...clientRoutes(deps),
+    ...resourceServerRoutes(deps),
     ...registrationAdminRoutes(deps),
     ...principalRoutes(deps),
     ...shardingRoutes(deps),

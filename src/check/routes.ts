@@ -6,6 +6,7 @@ import type { SchemaTypes } from '../generated/types.js';
 import { bearerToken } from '../http/bearer.js';
 import type { HttpRequest } from '../http/request.js';
 import { route } from '../http/route.js';
+import { bearerChallenge, checkMetadataUrl } from '../resources/metadata-url.js';
 import type { Route } from '../http/types.js';
 import type { CheckKeyRow } from '../store/check-api-keys.js';
 import { checkKeyHashKey, findPresentedKey, type Operation } from './keys.js';
@@ -20,13 +21,15 @@ type CheckAnswer = SchemaTypes['check.check-result'];
 /** Authenticates the check API key, checks the operation is allowed, then charges its rate limit. */
 async function authenticateKey(deps: Deps, hashKey: Buffer, req: HttpRequest, op: Operation, cost: number): Promise<CheckKeyRow> {
   const presented = bearerToken(req);
-  if (presented === undefined) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).');
+  // RFC 9728 5.1: the challenge names the check API's protected resource metadata.
+  const challenge = bearerChallenge(checkMetadataUrl(deps.config.issuer));
+  if (presented === undefined) throw new Unauthorized('unauthorized', 'A check API key is required (Authorization: Bearer).', challenge);
   const budget = [{ key: redisKeys.checkKeyFailIp(req.ip || 'unknown'), limit: deps.config.checkKeyFailuresPerMinute, windowMs: 60_000 }];
   await refuseWhenSpent(deps.redis, budget, 'Too many invalid check API keys from this address. Try again later.');
   const key = await findPresentedKey(deps.sql, hashKey, presented);
   if (!key || !key.is_active || (key.expires_at !== null && Number(key.expires_at) <= Date.now())) {
     await recordFailure(deps.redis, budget);
-    throw new Unauthorized('unauthorized', 'The check API key is not valid.');
+    throw new Unauthorized('unauthorized', 'The check API key is not valid.', challenge);
   }
   if (!key.allowed_operations.includes(op)) throw new Forbidden('forbidden', `This key may not use the ${op} operation.`);
   await consume(deps.redis, key.id, key.rate_limit_tier, cost);

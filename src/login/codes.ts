@@ -16,6 +16,8 @@ export interface CodeRecord {
   codeChallenge?: string;
   /** The DPoP key the code is bound to (RFC 9449 10: dpop_jkt at /authorize). */
   dpopJkt?: string;
+  /** RFC 8707: the resources the authorization request named; the code's tokens are for these only. */
+  resource?: string[];
   userId: string;
   email: string;
   authTime: number;

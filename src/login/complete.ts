@@ -22,7 +22,7 @@ export async function completeAuthorization(deps: Deps, client: Client, req: Aut
   }
   const code = await issueCode(deps.redis, {
     tenantId: client.tenantId, clientId: client.clientId, redirectUri: req.redirectUri, redirectUriGiven: req.redirectUriGiven, scope: req.scope,
-    nonce: req.nonce, codeChallenge: req.codeChallenge, ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}), userId: session.userId, email: session.email, authTime: session.authTime,
+    nonce: req.nonce, codeChallenge: req.codeChallenge, ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}), ...(req.resource?.length ? { resource: req.resource } : {}), userId: session.userId, email: session.email, authTime: session.authTime,
   });
   // RFC 9126 4: a pushed request is used once; until its code is issued, reloading the login page works.
   if (req.pushedId !== undefined) await dropPushed(deps.redis, req.pushedId);

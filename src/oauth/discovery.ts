@@ -1,3 +1,4 @@
+import { adminAudience } from '../admin-access.js';
 import { DPOP_ALGS } from '../dpop/proof.js';
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
@@ -62,6 +63,8 @@ export function discoveryRoutes(deps: Deps, router: () => Router): Route[] {
     m.authorization_response_iss_parameter_supported = has('/authorize');
     // RFC 9449 5.1: the proof algorithms /token and our resources accept.
     m.dpop_signing_alg_values_supported = [...DPOP_ALGS];
+    // RFC 9728 4: svc's own protected resources (tenants' registered ones are not listed: this document is every tenant's).
+    m.protected_resources = [adminAudience(issuer)];
     return JSON.stringify(m);
   };
   const meta = () => ({ type: 'application/json', headers: { 'Cache-Control': 'public, max-age=300' }, body: (metadata ??= build()) });

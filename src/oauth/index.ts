@@ -7,6 +7,7 @@ import { discoveryRoutes } from './discovery.js';
 import { introspectRoutes } from './introspect.js';
 import { logoutRoutes } from './logout.js';
 import { parRoutes } from './par.js';
+import { protectedResourceRoutes } from './protected-resource.js';
 import { registrationRoutes } from './register.js';
 import { statusListRoutes } from './status-lists.js';
 import { revokeRoutes } from './revoke.js';
@@ -20,6 +21,7 @@ import { userinfoRoutes } from './userinfo.js';
 export function oauthRoutes(deps: Deps, router: () => Router): Route[] {
   return [
     ...discoveryRoutes(deps, router),
+    ...protectedResourceRoutes(deps),
     ...authorizeRoutes(deps),
     ...parRoutes(deps),
     ...registrationRoutes(deps),

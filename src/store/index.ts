@@ -10,6 +10,7 @@ import { PluginConfigRepository } from './plugin-configs.js';
 import { ConsentRepository } from './consents.js';
 import { AccountActivityRepository, PasskeyRepository } from './passkeys.js';
 import { RefreshTokenRepository } from './refresh-tokens.js';
+import { ResourceServerRepository } from './resource-servers.js';
 import { RegistrationRepository } from './registrations.js';
 import { ReviewTaskRepository } from './review-tasks.js';
 import { RoleRepository } from './roles.js';
@@ -50,6 +51,7 @@ export class TenantStore {
   get logArchive(): LogArchiveRepository { return new LogArchiveRepository(this.db, this.tenantId); }
   get piiSettings(): PiiSettingsRepository { return new PiiSettingsRepository(this.db, this.tenantId); }
   get logGovernance(): LogGovernanceRepository { return new LogGovernanceRepository(this.db, this.tenantId); }
+  get resourceServers(): ResourceServerRepository { return new ResourceServerRepository(this.db, this.tenantId); }
   get registrations(): RegistrationRepository { return new RegistrationRepository(this.db, this.tenantId); }
 }
 

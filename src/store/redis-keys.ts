@@ -189,6 +189,8 @@ export const redisChannels = {
   tenantsChanged: 'tenants:changed',
   /** A tenant switched a plugin on or off: evict it from every process's cache (src/plugins/switches.ts). */
   pluginsChanged: 'plugins:changed',
+  /** A tenant's resource servers changed: evict them from every process's cache (src/resources/cache.ts). */
+  resourceServersChanged: 'resource-servers:changed',
   /** A quota evaluation changed what is enforced: every process refreshes its log admission (src/logging/quota/admission.ts). */
   logEnforcementChanged: 'logging:enforcement',
 } as const;

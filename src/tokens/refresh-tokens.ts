@@ -55,8 +55,9 @@ export type RotateOutcome =
 /**
  * Marks an active refresh token as used, atomically. A token that was already rotated is a replay:
  * its whole family is revoked and the access token ids issued from it are returned for revocation.
+ * `check` may refuse the request (by throwing) after the token is found usable and before it is spent.
  */
-export async function consumeRefreshToken(sql: Sql, token: string, client: { tenantId: string; clientId: string }, holderJkt?: string): Promise<RotateOutcome> {
+export async function consumeRefreshToken(sql: Sql, token: string, client: { tenantId: string; clientId: string }, holderJkt?: string, check?: (row: RefreshRecord) => void): Promise<RotateOutcome> {
   if (!looksLikeRefreshToken(token)) return { kind: 'invalid' };
   const id = sha256b64url(token);
   return sql.begin(async (tx) => {
@@ -74,6 +75,8 @@ export async function consumeRefreshToken(sql: Sql, token: string, client: { ten
       return { kind: 'reused', record: row, accessJtis } as const;
     }
     if (row.status !== 'active' || Number(row.expires_at) <= Date.now()) return { kind: 'invalid' } as const;
+    // The request's own checks against the grant (scope, resource): a refusal leaves the token unspent.
+    check?.(row);
     await repo.markRotated(id);
     return { kind: 'rotated', record: row } as const;
   }) as Promise<RotateOutcome>;

@@ -36,6 +36,7 @@ const bCred: any = ok(await B.call('POST', `/api/admin/machine-access/principals
 const bKey: any = ok(await B.call('POST', '/api/admin/check-api-keys', { name: 'B key', client_id: bClient.client_id }), 'check key');
 const bPolicy: any = ok(await B.call('POST', '/api/admin/admin-policies', { name: 'B policy', priority: 1, effect: 'deny', conditions: [], resource_types: ['nothing'], actions: ['read'] }), 'policy');
 const bHook: any = ok(await B.call('POST', '/api/admin/webhooks', { name: 'B hook', url: 'http://127.0.0.1:9/hook', events: ['user.created'] }), 'admin.webhook');
+const bResourceServer: any = ok(await B.call('POST', '/api/admin/resource-servers', { identifier: 'https://b.iso.example/api', name: 'B api', scopes: ['read'] }), 'resource server');
 const bAudit: any = ok(await B.call('GET', '/api/admin/admin-audit-log?limit=1'), 'audit').items[0];
 const bImport = await srv.deps.store.forTenant(B.tenantId).userJobs.insert('imp_b_iso', 'import', { catalog: { entries: [{ id: 'email', namespace: 'u', path: 'email', valueType: 'email', cardinality: 'one', classification: 'pii' }] }, columnToPath: { E: 'e' }, edges: [{ id: 'x', sourceRef: 'e', targetRef: 'email' }] }, 'b-admin', Buffer.from('E\nb@example.com\n'));
 const bExport = await srv.deps.store.forTenant(B.tenantId).userJobs.insert('exp_b_iso', 'export', bImport.mapping, 'b-admin', null);
@@ -55,7 +56,7 @@ const bIat: any = ok(await B.call('POST', '/api/admin/registration/initial-acces
 const bIssuer: any = ok(await B.call('POST', '/api/admin/registration/software-statement-issuers', { issuer: 'https://software.b.iso.example', jwks: { keys: [jwk()] } }), 'software statement issuer');
 ok(await B.call('PUT', '/api/admin/registration/policy', { open_registration: true, max_clients: 3 }), 'registration policy');
 for (const [what, id] of Object.entries({ bDest: bDest?.id, bQuota: bQuota?.id, bRegistry: bRegistry.id })) if (typeof id !== 'string') throw new Error(`no id for ${what}`);
-const secrets = [bIat.id, bIat.token, bIssuer.id, 'https://software.b.iso.example', bApproval.public_request_id, B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bAudit.id, bTask.id, bImport.id, bExport.id, bDest.id, bQuota.id, bRegistry.id, 'lch_b_iso', 'lrb_b_iso'];
+const secrets = [bIat.id, bIat.token, bIssuer.id, 'https://software.b.iso.example', bApproval.public_request_id, B.tenantId, bUser.id, bRole.id, bClient.client_id, bPrincipal.id, bPrincipal.clientId, bCred.id, bKey.id, bPolicy.id, bHook.id, bResourceServer.id, bAudit.id, bTask.id, bImport.id, bExport.id, bDest.id, bQuota.id, bRegistry.id, 'lch_b_iso', 'lrb_b_iso'];
 
 /** B's id for each path parameter, by the route's path. */
 function fill(path: string): string {
@@ -66,7 +67,8 @@ function fill(path: string): string {
           : path.startsWith('/api/admin/check-api-keys') ? bKey.id
             : path.startsWith('/api/admin/admin-policies') ? bPolicy.id
               : path.startsWith('/api/admin/webhooks') ? bHook.id
-                : path.startsWith('/api/admin/tenants') ? B.tenantId : 'unmapped';
+                : path.startsWith('/api/admin/tenants') ? B.tenantId
+                  : path.startsWith('/api/admin/resource-servers') ? bResourceServer.id : 'unmapped';
   if (path.startsWith('/api/admin/registration/initial-access-tokens')) return path.replace(':id', bIat.id);
   if (path.startsWith('/api/admin/registration/software-statement-issuers')) return path.replace(':id', bIssuer.id);
   if (path.startsWith('/api/admin/user-imports')) return path.replace(':id', bImport.id);
@@ -117,6 +119,8 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'PUT /api/admin/admin-policies/:id': { body: { name: 'pwned' } },
   'POST /api/admin/webhooks': { body: { name: 'x', url: 'http://127.0.0.1:9/x', events: ['user.created'] } },
   'PUT /api/admin/webhooks/:id': { body: { name: 'pwned' } },
+  'POST /api/admin/resource-servers': { body: { identifier: 'https://a-new.iso.example', name: 'x', scopes: [] } },
+  'PUT /api/admin/resource-servers/:id': { body: { name: 'pwned' } },
   'POST /api/admin/webhooks/:id/test': { body: {} },
   'POST /api/admin/approvals': { body: { request_surface: 's', requested_action: 'read', target_subject_type: 'user', target_subject_id: 'u', resource_class: 'c', reason_code: 'r', audience: 'https://nope.example', approvals: [{ step_key: 'a', side: 'admin_operator', subject_type: 'admin_user', method: 'portal_confirm' }] } },
   'POST /api/admin/approvals/:requestId/cancel': { body: {} },
@@ -241,6 +245,7 @@ t.test("B's resources are unchanged", async (t) => {
   t.match((await B.call('GET', `/api/admin/check-api-keys/${bKey.id}`)).body, { is_active: true });
   t.match((await B.call('GET', `/api/admin/admin-policies/${bPolicy.id}`)).body, { name: 'B policy', enabled: false });
   t.match((await B.call('GET', `/api/admin/webhooks/${bHook.id}`)).body, { name: 'B hook', status: 'active' });
+  t.match((await B.call('GET', `/api/admin/resource-servers/${bResourceServer.id}`)).body, { name: 'B api', scopes: ['read'] });
   t.equal((await B.call('GET', '/api/admin/machine-access/principals')).body.items.length, 1);
   t.match((await B.call('GET', `/api/admin/user-imports/${bImport.id}`)).body, { status: 'queued' });
   t.match((await B.call('GET', `/api/admin/user-exports/${bExport.id}`)).body, { status: 'queued' });

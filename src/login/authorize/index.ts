@@ -5,6 +5,7 @@ import { checkClient } from './check-client.js';
 import { checkPkce } from './check-pkce.js';
 import { checkPrompt } from './check-prompt.js';
 import { checkRedirectUri } from './check-redirect-uri.js';
+import { checkResource } from './check-resource.js';
 import { checkResponseType } from './check-response-type.js';
 import { checkScope } from './check-scope.js';
 import { param, RedirectableError, type AuthorizationRequest, type Query } from './types.js';
@@ -24,6 +25,7 @@ export async function trustedTarget(deps: Deps, q: Query): Promise<{ client: Cli
 export function validateRequest(client: Client, target: { redirectUri: string; given: boolean }, q: Query, need: Pick<Requirements, 'pkce'> = { pkce: client.authMethod === 'none' }, pushedId?: string): AuthorizationRequest {
   checkResponseType(client, q);
   const scope = checkScope(client, q);
+  const resource = checkResource(client, q);
   const codeChallenge = checkPkce(client, q, need.pkce);
   const { prompt, maxAge } = checkPrompt(q);
   const bad = (m: string) => new RedirectableError('invalid_request', m);
@@ -32,6 +34,6 @@ export function validateRequest(client: Client, target: { redirectUri: string; g
   return {
     tenantId: client.tenantId, clientId: client.clientId, redirectUri: target.redirectUri, redirectUriGiven: target.given,
     scope, state: param(q, 'state', bad), nonce: param(q, 'nonce', bad), codeChallenge, prompt, maxAge, loginHint: param(q, 'login_hint', bad),
-    ...(dpopJkt !== undefined ? { dpopJkt } : {}), ...(pushedId !== undefined ? { pushedId } : {}),
+    ...(dpopJkt !== undefined ? { dpopJkt } : {}), ...(resource.length ? { resource } : {}), ...(pushedId !== undefined ? { pushedId } : {}),
   };
 }

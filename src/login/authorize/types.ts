@@ -13,6 +13,8 @@ export interface AuthorizationRequest {
   codeChallenge?: string;
   /** RFC 9449 10: the DPoP key thumbprint the code will be bound to. */
   dpopJkt?: string;
+  /** RFC 8707: the resources the tokens are for, each an allowed audience of the client. */
+  resource?: string[];
   /** The pushed request (RFC 9126) this came from: spent when the code is issued. */
   pushedId?: string;
   prompt: string[];

@@ -1,5 +1,6 @@
 import { GRANT } from '../../clients/model.js';
 import { one } from '../params.js';
+import { scopeForAudience } from '../resource-indicators.js';
 import { audClaim, bindTo, narrowScope, resolveTargets, tokenType, ttlFor, type Grant } from './grant.js';
 
 /** RFC 6749 4.4. Machine principals' tokens also carry their permissions and tenant scopes. */
@@ -8,8 +9,9 @@ export const clientCredentials: Grant = {
   params: ['scope', 'audience', 'resource'],
   shedWhenBusy: true,
   async handle(deps, client, form, _ahead, binding) {
-    const scope = narrowScope(one(form, 'scope'), client.scopes);
+    const requested = one(form, 'scope');
     const { aud, resource } = resolveTargets(client, form, deps.config.issuer);
+    const scope = await scopeForAudience(deps, client.tenantId, aud, narrowScope(requested, client.scopes), requested !== undefined);
     const extra: Record<string, unknown> = {};
     if (resource.length) extra.resource = resource.length === 1 ? resource[0] : resource;
     if (client.permissions.length) extra.permissions = client.permissions;

@@ -9,7 +9,8 @@ import { storeRefreshToken } from '../../tokens/refresh-tokens.js';
 import { sha256b64url } from '../../tokens/secrets.js';
 import { adminClaimsFor } from '../../tokens/user-claims.js';
 import { issueIdToken } from '../id-token.js';
-import { many, scopeList } from '../params.js';
+import { scopeList } from '../params.js';
+import { requestedTargets, resourcesOf, scopeForAudience, withinGrant } from '../resource-indicators.js';
 
 /** The parameters of client authentication, which the token endpoint reads and no grant sees. */
 export const CLIENT_AUTH_PARAMS = ['client_id', 'client_secret', 'client_assertion_type', 'client_assertion'] as const;
@@ -69,12 +70,8 @@ export function boundKey(claims: object): string | undefined {
  * server's own end-user APIs (/api/user/consents), see docs/decisions.md.
  */
 export function resolveTargets(client: Client, form: Form, fallback: string | null, self?: string): { aud: string[]; resource: string[] } {
-  const audience = many(form, 'audience');
-  const resource = many(form, 'resource');
-  for (const r of resource) {
-    if (!/^[a-z][a-z0-9+.-]*:/i.test(r) || r.includes('#')) throw new OAuthError('invalid_target', 'A resource must be an absolute URI without a fragment.');
-  }
-  const wanted = [...new Set([...audience, ...resource])];
+  const resource = resourcesOf(form.resource);
+  const wanted = requestedTargets(form);
   for (const a of wanted) {
     if (a !== self && !client.allowedAudiences.includes(a)) throw new OAuthError('invalid_target', `The client may not obtain tokens for ${JSON.stringify(a)}.`);
   }
@@ -104,7 +101,11 @@ export function audClaim(aud: string[]): string | string[] {
 }
 
 /** The person a grant issues for (who approved an authorization code or a device code) and what they granted. */
-export interface Approval { userId: string; email: string; authTime: number; scope: string[]; nonce?: string }
+export interface Approval {
+  userId: string; email: string; authTime: number; scope: string[]; nonce?: string;
+  /** RFC 8707: the resources the authorization request named; the tokens are for these only. */
+  resource?: string[] | undefined;
+}
 
 /** What a person's tokens were, so the grant can revoke them again (a replayed code). */
 export interface IssuedForUser { accessJti: string; accessExp: number; refreshFamily?: string }
@@ -117,13 +118,19 @@ export interface IssuedForUser { accessJti: string; accessExp: number; refreshFa
  */
 export async function issueForUser(deps: Deps, client: Client, a: Approval, form: Form, binding: Binding | undefined): Promise<{ body: Record<string, unknown>; issued: IssuedForUser }> {
   const scope = a.scope.join(' ');
-  const { aud } = resolveTargets(client, form, deps.config.issuer, deps.config.issuer);
+  // RFC 8707 2.2: with resources in the authorization request, the token is for some or all of them.
+  const granted = a.resource ?? [];
+  const aud = granted.length ? withinGrant(requestedTargets(form), granted, granted) : resolveTargets(client, form, deps.config.issuer, deps.config.issuer).aud;
+  // The access token carries only the resource's scopes; the refresh token keeps the grant's.
+  const tokenScope = await scopeForAudience(deps, client.tenantId, aud, scope, false);
   const ttl = await ttlFor(deps, client);
-  const admin = await adminClaimsFor(deps, client.tenantId, a.userId, audClaim(aud), scope);
+  const admin = await adminClaimsFor(deps, client.tenantId, a.userId, audClaim(aud), tokenScope);
   const at = await deps.tokens.accessTokens.issue({
-    tenant: client.tenantId, sub: a.userId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo({ auth_time: a.authTime, email: a.email, ...admin }, binding),
+    tenant: client.tenantId, sub: a.userId, clientId: client.clientId, aud: audClaim(aud), scope: tokenScope, ttlSeconds: ttl, extra: bindTo({ auth_time: a.authTime, email: a.email, ...admin }, binding),
   });
-  const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope };
+  const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope: tokenScope };
+  // The refresh token keeps the whole grant: its default audience, and the resources it may be refreshed for.
+  const grantClaims = { aud: audClaim(aud), ...(granted.length ? { resources: granted } : {}) };
   const issued: IssuedForUser = { accessJti: at.jti, accessExp: at.exp };
   const [idToken, refresh] = await Promise.all([
     a.scope.includes('openid')
@@ -134,7 +141,7 @@ export async function issueForUser(deps: Deps, client: Client, a: Approval, form
         tenantId: client.tenantId, clientId: client.clientId, sub: a.userId, scope, accessJti: at.jti, authTime: a.authTime * 1000,
         // A public client's refresh token is bound to the proof's key (RFC 9449 5); a confidential client's
         // is held by its authentication, and each refresh binds the new access token to that request's proof.
-        claims: binding && client.authMethod === 'none' ? { aud: audClaim(aud), cnf: { jkt: binding.jkt } } : { aud: audClaim(aud) }, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
+        claims: binding && client.authMethod === 'none' ? { ...grantClaims, cnf: { jkt: binding.jkt } } : grantClaims, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
       })
       : undefined,
   ]);

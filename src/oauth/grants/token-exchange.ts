@@ -5,6 +5,7 @@ import { JwtError, type JwtPayload } from '../../tokens/jwt.js';
 import { aheadFor, readAhead, type ReadAhead } from '../../tokens/read-ahead.js';
 import { lineageOf, MAX_LINEAGE, revocationSubject, type Ancestor } from '../../tokens/revocation.js';
 import { one, required } from '../params.js';
+import { scopeForAudience } from '../resource-indicators.js';
 import { exchangeElevation } from './elevation-exchange.js';
 import { audClaim, bindTo, boundKey, narrowScope, resolveTargets, tokenType, ttlFor, type Binding, type Grant } from './grant.js';
 
@@ -116,7 +117,8 @@ export const tokenExchange: Grant = {
     ]);
     requireProofForBound(subject, binding, 'subject');
     if (actor) requireProofForBound(actor, binding, 'actor');
-    const scope = narrowScope(one(form, 'scope'), String(subject.scope ?? '').split(' ').filter(Boolean), client.scopes);
+    const requested = one(form, 'scope');
+    const scope = await scopeForAudience(deps, client.tenantId, aud, narrowScope(requested, String(subject.scope ?? '').split(' ').filter(Boolean), client.scopes), requested !== undefined);
 
     const extra: Record<string, unknown> = {};
     if (subject.elevation !== undefined) Object.assign(extra, reexchangeOfElevated(subject, aud));
