@@ -1,6 +1,5 @@
 import type { Db, Sql } from '../sql.js';
 import type { CheckKeyRow } from '../store/check-api-keys.js';
-import type { ClientRegistrationRow, InitialAccessTokenRow } from '../store/registrations.js';
 import { toClient, type Client, type StoredRow } from '../store/clients.js';
 import type { ClientRegistrationRow, InitialAccessTokenRow } from '../store/registrations.js';
 
