@@ -166,6 +166,7 @@ t.test('refusals: no token, bad tokens, bad redirect URIs, unknown grant types',
     ['a scope the policy does not allow', { scope: 'openid admin' }, 'invalid_client_metadata'],
     ['jwks_uri', { jwks_uri: 'https://app.example/jwks' }, 'invalid_client_metadata'],
     ['private_key_jwt without keys', { token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
+    ['a private key in jwks', { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', d: 'secret' }] } }, 'invalid_client_metadata'],
     ['a wrong type', { client_name: 42 }, 'invalid_client_metadata'],
   ];
   for (const [what, change, error] of cases) {
