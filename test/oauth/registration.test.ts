@@ -282,3 +282,20 @@ t.test('a loopback redirect URI matches with any port at /authorize (RFC 8252 7.
   t.equal((await admin('DELETE', `/api/admin/clients/${r.body.client_id}`)).status, 204);
   t.equal((await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token })).status, 401, 'the registration went with the client');
 });
+
+t.test('a suspended tenant registers nothing and its clients cannot manage their registrations', async (t) => {
+  const s = await setupTenant(srv, 'dcr-susp');
+  const sAdmin = api(srv, await adminToken(srv, { tenantId: s.tenant_id, permissions: ['admin:*'] }));
+  const platform = api(srv, await adminToken(srv, { tenantId: tenant.tenant_id, permissions: ['admin:*'], platform: true }));
+  const iat = await initialAccessToken({}, sAdmin);
+  const r = await register(codeClient, iat.token);
+  t.equal(r.status, 201);
+  t.equal((await platform('POST', `/api/admin/tenants/${s.tenant_id}/suspend`)).status, 200);
+  // The tenant status reaches this process by pub/sub; wait for it rather than sleep.
+  const { waitFor } = await import('../helpers/processes.js');
+  await waitFor(async () => (await register(codeClient, iat.token)).status === 403);
+  t.match(await register(codeClient, iat.token), { status: 403, body: { error: 'access_denied' } });
+  t.match(await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token }), { status: 403, body: { error: 'access_denied' } });
+  t.equal((await platform('POST', `/api/admin/tenants/${s.tenant_id}/unsuspend`)).status, 200);
+  await waitFor(async () => (await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token })).status === 200);
+});
