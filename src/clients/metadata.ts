@@ -12,11 +12,16 @@ export interface MetadataFields {
   introspectionSignedResponseAlg?: string | null | undefined;
 }
 
+/** JWK members that are private key material (RFC 7518 6.2.2, 6.3.2, 6.4). */
+const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
+
 export function metadataProblems(m: MetadataFields, signingAlg: string): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   // Signed introspection answers are made with the server's token key, so with its algorithm only.
   if (m.introspectionSignedResponseAlg && m.introspectionSignedResponseAlg !== signingAlg) out.introspection_signed_response_alg = [`must be ${signingAlg}, the algorithm of this server's token signing key`];
   if (m.authMethod === 'private_key_jwt' && !m.jwks) out.jwks = ['is required for private_key_jwt'];
+  // A registered key is the client's public key; private members would be a secret stored in the clear.
+  if (m.jwks?.keys.some((k) => k && typeof k === 'object' && Object.keys(k).some((member) => PRIVATE_MEMBERS.has(member)))) (out.jwks ??= []).push('must hold public keys only');
   return out;
 }
 

@@ -1,7 +1,7 @@
 import type { Db, Sql } from '../sql.js';
 import type { CheckKeyRow } from '../store/check-api-keys.js';
-import type { ClientRegistrationRow, InitialAccessTokenRow } from '../store/registrations.js';
 import { toClient, type Client, type StoredRow } from '../store/clients.js';
+import type { ClientRegistrationRow, InitialAccessTokenRow } from '../store/registrations.js';
 
 // Credentials that name their tenant: the caller is not known until its credential is found, so these
 // look it up across tenants; everything after runs in the tenant the record names.

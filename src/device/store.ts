@@ -60,7 +60,7 @@ local e = redis.call('HINCRBY', KEYS[1], 'e', 1)
 if e > tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'st', 'denied'); return 'burned' end
 return 'ok'`;
 
-export type Entry = { kind: 'ok'; handle: string } | { kind: 'unknown' | 'expired' | 'done' | 'burned' };
+export type Entry = { kind: 'ok' | 'expired' | 'done' | 'burned'; handle: string } | { kind: 'unknown' };
 
 /** A typed user code (canonical form): its record's handle, counted against the code's entries. */
 export async function enterUserCode(redis: Redis, userCode: string): Promise<Entry> {
@@ -68,7 +68,7 @@ export async function enterUserCode(redis: Redis, userCode: string): Promise<Ent
     const h = await redis.get(redisKeys.deviceUserCode(userCodeHash(userCode)));
     if (!h) return { kind: 'unknown' };
     const r = await redis.eval(ENTER, 1, redisKeys.deviceAuthorization(h), String(Date.now()), String(DEVICE.entriesPerDeviceCode)) as string;
-    return r === 'ok' ? { kind: 'ok', handle: h } : { kind: r as 'unknown' | 'expired' | 'done' | 'burned' };
+    return r === 'unknown' ? { kind: 'unknown' } : { kind: r as 'ok' | 'expired' | 'done' | 'burned', handle: h };
   } catch (err) { throw unavailable(err); }
 }
 

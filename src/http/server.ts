@@ -56,7 +56,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * of the body, and the connection serves the next request.
  */
 const CLOSE_WITH_BODY_PENDING = false;
-const SECRET_FIELDS = /^(client_secret|secret|password|token|registration_access_token|subject_token|actor_token|refresh_token|code|code_verifier|client_assertion|key|private_key)$/;
+const SECRET_FIELDS = /^(client_secret|secret|password|token|registration_access_token|subject_token|actor_token|refresh_token|code|code_verifier|device_code|user_code|client_assertion|key|private_key)$/;
 
 /** A uWS app serving the router, with body limits, in-flight budget, validation and one error mapping. */
 export class HttpServer {

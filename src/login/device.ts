@@ -1,6 +1,7 @@
 import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { AppError, InvalidRequest, RateLimited, Unauthorized } from '../errors.js';
+import { declareEvents } from '../events/declare.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
 import { validate, validatorFor } from '../http/validate.js';
@@ -19,6 +20,9 @@ import { failure, readBody, wantsJson } from './respond.js';
 import { readSession, type Session } from './sessions.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+
+/** A user code entered past its budget looks like a shared or phished code: security receivers hear of it. */
+const deviceEntryEvents = declareEvents(['security.suspicious_activity']);
 
 /** What the person is told about a code that names no pending authorization any more. */
 const REFUSED = {
@@ -85,10 +89,19 @@ export function deviceRoutes(deps: Deps): Route[] {
       await recordFailure(deps.redis, budget);
       throw new BadUserCode('That code is not valid. Check the code on your device and try again.');
     }
+    if (entry.kind === 'burned') await reportBurned(entry.handle);
     if (entry.kind !== 'ok') throw new BadUserCode(REFUSED[entry.kind]);
     const view = await viewDeviceAuthorization(deps.redis, entry.handle);
     if (!view) throw new BadUserCode(REFUSED.expired);
     return { handle: entry.handle, view };
+  }
+
+  /** The entry that refused a device authorization for good: `security.suspicious_activity` for its tenant (best effort). */
+  async function reportBurned(handle: string): Promise<void> {
+    const view = await viewDeviceAuthorization(deps.redis, handle).catch(() => null);
+    if (!view) return;
+    await deps.sql.begin((tx) => deviceEntryEvents.emit(tx, view.tenantId, 'security.suspicious_activity', { client_id: view.clientId, reason: 'device_user_code_overuse' }))
+      .catch((err: unknown) => deps.log.warn({ err: (err as Error).message }, 'device code overuse event not recorded'));
   }
 
   /** POST /device: the typed code; then the consent page, or the sign-in first. */

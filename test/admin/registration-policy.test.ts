@@ -106,6 +106,8 @@ t.test('the admin client schema is the shared metadata schema: every grant type 
   t.ok(bad.body.details['grant_types.0'] && bad.body.details.client_name, JSON.stringify(bad.body.details));
   const pkj = await A.call('POST', '/api/admin/clients', { name: 'x', grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt' });
   t.match(pkj, { status: 422, body: { details: { jwks: ['is required for private_key_jwt'] } } }, 'the shared metadata rule');
+  const priv = await A.call('POST', '/api/admin/clients', { name: 'x', grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' })] } });
+  t.match(priv, { status: 422, body: { details: { jwks: ['must hold public keys only'] } } }, 'a private key is refused by the admin API too');
   const doc = await (await fetch(`${srv.url}/openapi.json`)).json() as any;
   t.same([...doc.components.schemas['admin.client-create'].properties.grant_types.items.enum].sort(), [...all].sort(), 'OpenAPI writes the shared field out: every grant of the grant table');
   t.ok(doc.paths['/register']?.post && doc.paths['/register/{clientId}']?.put, 'the registration endpoints are documented');

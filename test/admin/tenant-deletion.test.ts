@@ -45,6 +45,7 @@ t.test('a tenant with data is purged from every table, then marked deleted', asy
     publicJwk: generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' }), alg: 'ES256', displayName: 'k' }), 'credential');
   ok(await call('POST', '/api/admin/check-api-keys', { name: 'k', client_id: client.client_id }), 'check key');
   ok(await call('POST', '/api/admin/admin-policies', { name: 'p', priority: 1, effect: 'deny', conditions: [], resource_types: ['nothing'], actions: ['read'] }), 'policy');
+  ok(await call('POST', '/api/admin/resource-servers', { identifier: 'https://api.tdel.example', name: 'api', scopes: ['read'] }), 'resource server');
   const hook: any = ok(await call('POST', '/api/admin/webhooks', { name: 'h', url: 'http://127.0.0.1:9/hook', events: ['user.created'] }), 'webhook');
   await srv.deps.sql`insert into webhook_deliveries (tenant_id, id, webhook_id, event, status, max_attempt, request_body, triggered_at, next_attempt_at)
     values (${id}, 'whd_del1', ${hook.id}, 'user.created', 'pending', 5, '{}'::jsonb, 1, 1)`;
@@ -68,7 +69,7 @@ t.test('a tenant with data is purged from every table, then marked deleted', asy
 
   const before = await rowsLeft(id);
   const filled = Object.entries(before).filter(([, n]) => n > 0).map(([k]) => k);
-  for (const table of ['users', 'roles', 'user_roles', 'clients', 'webhooks', 'webhook_deliveries', 'consents', 'refresh_tokens', 'admin_audit_log', 'event_outbox']) {
+  for (const table of ['users', 'roles', 'user_roles', 'clients', 'webhooks', 'webhook_deliveries', 'consents', 'refresh_tokens', 'admin_audit_log', 'event_outbox', 'resource_servers']) {
     t.ok(filled.includes(table), `${table} holds rows of the tenant before`);
   }
   t.ok(filled.length >= 12, `${filled.length} tables hold rows of the tenant before: ${filled.join(', ')}`);

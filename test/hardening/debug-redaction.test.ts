@@ -15,6 +15,8 @@ t.test('private JWK members are redacted wherever a JWK appears', async (t) => {
   t.equal(out.jwks.keys[1].k, '[redacted]');
   t.equal(out.client_secret, '[redacted]');
   t.equal(out.nested.secret, '[redacted]');
+  const device: any = redactSecrets({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: 'dc', user_code: 'BCDF-GHJK' }, 0);
+  t.same(device, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: '[redacted]', user_code: '[redacted]' }, 'device and user codes (RFC 8628) too');
 });
 
 t.test('over HTTP in development: the refused body is echoed without key material', async (t) => {

@@ -165,6 +165,8 @@ t.test('one user code entered more than 5 times is burned: the device gets acces
   const sixth = await json('/device', { user_code: body.user_code }, { 'x-forwarded-for': '198.51.100.30' });
   t.equal(sixth.status, 400);
   t.match((await poll(A.tv, body.device_code)).body, { error: 'access_denied' });
+  const alerts = await srv.deps.sql<{ data: any }[]>`select data from event_outbox where tenant_id = ${A.tenant.tenant_id} and event = 'security.suspicious_activity'`;
+  t.same(alerts.map((a) => a.data), [{ client_id: A.tv, reason: 'device_user_code_overuse' }], 'security receivers are told');
 });
 
 t.test('a client without the grant type is unauthorized_client; tenant B cannot poll tenant A\'s code', async (t) => {

@@ -166,6 +166,7 @@ t.test('refusals: no token, bad tokens, bad redirect URIs, unknown grant types',
     ['a scope the policy does not allow', { scope: 'openid admin' }, 'invalid_client_metadata'],
     ['jwks_uri', { jwks_uri: 'https://app.example/jwks' }, 'invalid_client_metadata'],
     ['private_key_jwt without keys', { token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
+    ['a private key in jwks', { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', d: 'secret' }] } }, 'invalid_client_metadata'],
     ['a wrong type', { client_name: 42 }, 'invalid_client_metadata'],
   ];
   for (const [what, change, error] of cases) {
@@ -280,4 +281,21 @@ t.test('a loopback redirect URI matches with any port at /authorize (RFC 8252 7.
   t.equal((await authorize('http://localhost:49152/cb')).status, 400, 'another loopback host is not registered');
   t.equal((await admin('DELETE', `/api/admin/clients/${r.body.client_id}`)).status, 204);
   t.equal((await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token })).status, 401, 'the registration went with the client');
+});
+
+t.test('a suspended tenant registers nothing and its clients cannot manage their registrations', async (t) => {
+  const s = await setupTenant(srv, 'dcr-susp');
+  const sAdmin = api(srv, await adminToken(srv, { tenantId: s.tenant_id, permissions: ['admin:*'] }));
+  const platform = api(srv, await adminToken(srv, { tenantId: tenant.tenant_id, permissions: ['admin:*'], platform: true }));
+  const iat = await initialAccessToken({}, sAdmin);
+  const r = await register(codeClient, iat.token);
+  t.equal(r.status, 201);
+  t.equal((await platform('POST', `/api/admin/tenants/${s.tenant_id}/suspend`)).status, 200);
+  // The tenant status reaches this process by pub/sub; wait for it rather than sleep.
+  const { waitFor } = await import('../helpers/processes.js');
+  await waitFor(async () => (await register(codeClient, iat.token)).status === 403);
+  t.match(await register(codeClient, iat.token), { status: 403, body: { error: 'access_denied' } });
+  t.match(await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token }), { status: 403, body: { error: 'access_denied' } });
+  t.equal((await platform('POST', `/api/admin/tenants/${s.tenant_id}/unsuspend`)).status, 200);
+  await waitFor(async () => (await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token })).status === 200);
 });

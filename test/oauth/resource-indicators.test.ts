@@ -187,6 +187,20 @@ t.test('/par takes resource and refuses a disallowed one', async (t) => {
   t.equal((await j(res)).error, 'invalid_target');
 });
 
+t.test('a pushed request\'s resources bind its code like /authorize\'s', async (t) => {
+  const { verifier, challenge } = pkce();
+  const pushed = await j(await postForm(`${srv.url}/par`, web, {
+    response_type: 'code', redirect_uri: REDIRECT, scope: 'openid offline_access read write', code_challenge: challenge, code_challenge_method: 'S256', resource: B,
+  }));
+  const back = await signInByEmailCode(env, `${srv.url}/authorize?${new URLSearchParams({ client_id: web.client_id, request_uri: pushed.request_uri })}`, 'par');
+  let res = await token(web, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, code_verifier: verifier });
+  const body = await j(res);
+  t.equal(aud(body.access_token), B);
+  t.equal(body.scope, 'write');
+  res = await token(web, { grant_type: 'refresh_token', refresh_token: body.refresh_token, resource: A });
+  t.equal((await j(res)).error, 'invalid_target', 'A was not pushed');
+});
+
 t.test('a resource server update reaches /token at once (cache evicted by the change)', async (t) => {
   const list = await admin('GET', `/api/admin/resource-servers?identifier=${encodeURIComponent(A)}`);
   const id = list.body.items[0].id;

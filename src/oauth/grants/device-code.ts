@@ -20,7 +20,7 @@ const REFUSALS: Record<Exclude<Poll['kind'], 'approved'>, () => OAuthError> = {
 
 /**
  * RFC 8628 3.4: the device polls with its device code until the person has approved or denied it at
- * /device. An approved code is spent by the poll that sees it (one script in src/oauth/device/store.ts),
+ * /device. An approved code is spent by the poll that sees it (one script in src/device/store.ts),
  * which gets the same tokens as an authorization code would (issueForUser: bound to the poll's DPoP
  * proof, if any). A used code's tokens are not revoked by a second poll (docs/decisions.md).
  */
