@@ -27,6 +27,11 @@ function samplerOf(c: TracingConfig): Sampler {
  * is left and stops.
  */
 export function startTracing(c: TracingConfig, role: string): { close(): Promise<void> } {
+  // A test runs a server and workers in one process: they share the one registration, closed by the last.
+  if (shared) {
+    shared.users++;
+    return closer(shared);
+  }
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': c.serviceName, 'service.instance.id': `${role}-${process.pid}`, 'svc.role': role }),
     sampler: samplerOf(c),
@@ -38,10 +43,23 @@ export function startTracing(c: TracingConfig, role: string): { close(): Promise
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   setTracingOn(true);
+  shared = { users: 1, provider };
+  return closer(shared);
+}
+
+let shared: { users: number; provider: BasicTracerProvider } | null = null;
+
+function closer(s: { users: number; provider: BasicTracerProvider }): { close(): Promise<void> } {
+  let closed = false;
   return {
     async close() {
+      if (closed) return;
+      closed = true;
+      // Whatever the others still hold is exported now, not when the last one stops.
+      if (--s.users > 0) { await s.provider.forceFlush().catch(() => {}); return; }
+      shared = null;
       setTracingOn(false);
-      await provider.shutdown().catch(() => {});
+      await s.provider.shutdown().catch(() => {});
       trace.disable();
       context.disable();
       propagation.disable();

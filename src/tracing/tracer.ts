@@ -40,6 +40,26 @@ export function endWithError(span: Span, err: unknown): void {
   span.end();
 }
 
+/**
+ * Continues a trace kept as a traceparent (an outbox event's, carried by its delivery) in a client span,
+ * and hands `fn` the headers that carry this span to the receiver. With tracing off, or no trace kept,
+ * just runs `fn` with no headers.
+ */
+export async function continueTrace<T>(traceparent: string | null | undefined, name: string, attrs: Attributes, fn: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+  if (!tracingOn || !traceparent) return fn({});
+  const parent = propagation.extract(ROOT_CONTEXT, { traceparent });
+  const span = tracer().startSpan(name, { kind: SpanKind.CLIENT, attributes: attrs }, parent);
+  const ctx = trace.setSpan(parent, span);
+  try {
+    const out = await context.with(ctx, () => fn(injectContext({}, ctx)));
+    span.end();
+    return out;
+  } catch (err) {
+    endWithError(span, err);
+    throw err;
+  }
+}
+
 /** Runs `fn` in a child span of the active one; with tracing off just runs it. */
 export async function inSpan<T>(name: string, attrs: Attributes, fn: () => Promise<T>): Promise<T> {
   if (!tracingOn) return fn();
@@ -52,6 +72,13 @@ export async function inSpan<T>(name: string, attrs: Attributes, fn: () => Promi
     endWithError(span, err);
     throw err;
   }
+}
+
+/** The active span's W3C traceparent when it is sampled (what an outbox row keeps for its deliveries), else null. */
+export function currentTraceparent(): string | null {
+  if (!tracingOn) return null;
+  const sc = trace.getActiveSpan()?.spanContext();
+  return sc && (sc.traceFlags & 1) === 1 ? `00-${sc.traceId}-${sc.spanId}-01` : null;
 }
 
 /** The trace and span ids of the active span, for log lines of a traced request. */

@@ -5,6 +5,9 @@ import { tracingFrom } from '../../src/tracing/config.js';
 import { waitFor } from '../helpers/processes.js';
 import { basic } from '../helpers/tokens.js';
 import { codeFor, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
+import { createLogger } from '../../src/log.js';
+import { startWebhookWorker } from '../../workers/webhook-worker.js';
+import { startReceiver } from '../webhooks/fixtures.js';
 
 // Issue 34 item 1: with an OTLP endpoint set, svc sends a trace per request to it (OTLP/HTTP, JSON). A
 // local receiver collects what the real exporter posts; traces are found by the trace id of the
@@ -116,4 +119,31 @@ t.test('a statement run for a request gets a Postgres span without its values', 
   const pg = traceOf(p.traceId).filter((s) => attr(s, 'db.system.name') === 'postgresql');
   t.ok(pg.some((s) => /^SELECT users/.test(s.name)), pg.map((s) => s.name).join(', '));
   t.ok(pg.every((s) => !/'[^']*@/.test(String(attr(s, 'db.query.text')))), 'statement text only, with $n for values');
+});
+
+t.test('an admin change is one trace from the request through the outbox and the queue to the webhook receiver', async (t) => {
+  const rx = await startReceiver();
+  t.teardown(() => rx.close());
+  const worker = await startWebhookWorker(srv.config, createLogger('silent'), { relay: { pollMs: 50 } });
+  t.teardown(() => worker.close());
+  const admin = { authorization: `Bearer ${b.admin_access_token}`, 'content-type': 'application/json' };
+  const hook = await fetch(`${srv.url}/api/admin/webhooks`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'traced', url: `${rx.url}/hook`, events: ['user.created'] }) });
+  t.equal(hook.status, 201, await hook.clone().text());
+  const p = parent();
+  const email = uniqueEmail('traced-hook');
+  const created = await fetch(`${srv.url}/api/admin/users`, { method: 'POST', headers: { ...admin, traceparent: p.header }, body: JSON.stringify({ email, name: 'T' }) });
+  t.equal(created.status, 201);
+  await waitFor(async () => rx.received.some((r) => r.body.includes('user.created') && String(r.headers.traceparent ?? '').includes(p.traceId)), 15_000, 50);
+  const got = rx.received.find((r) => String(r.headers.traceparent ?? '').includes(p.traceId))!;
+  const [, traceId, spanId] = String(got.headers.traceparent).split('-');
+  t.equal(traceId, p.traceId, 'the receiver gets the trace id of the admin request');
+  await waitFor(async () => traceOf(p.traceId).some((s) => s.spanId === spanId), 10_000, 50);
+  const trace = traceOf(p.traceId);
+  const server = trace.find((s) => s.kind === 2 && s.name === 'POST /api/admin/users')!;
+  t.ok(server, 'the admin request\'s server span');
+  const deliver = trace.find((s) => s.spanId === spanId)!;
+  t.equal(deliver.name, 'webhook deliver', 'the receiver\'s traceparent names the delivery span');
+  t.ok(descends(trace, deliver, server.spanId), 'the delivery span is under the admin request\'s span');
+  t.equal(attr(deliver, 'http.response.status_code'), 200);
+  t.notOk(bodies.join('\n').includes(email), 'no address in any exported span');
 });
