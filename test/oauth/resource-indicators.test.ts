@@ -211,3 +211,19 @@ t.test('a resource server update reaches /token at once (cache evicted by the ch
   body = await j(await token(m2m, { grant_type: 'client_credentials', resource: A }));
   t.equal(body.scope, 'read');
 });
+
+t.test('/token reads resource servers from the per-process cache, not Postgres', async (t) => {
+  const C = 'https://c.example.test/api';
+  const c = await admin('POST', '/api/admin/resource-servers', { identifier: C, name: 'C', scopes: ['read'] });
+  await admin('PUT', `/api/admin/clients/${m2m.client_id}`, { allowed_audiences: [A, B, PLAIN, C] });
+  let body = await j(await token(m2m, { grant_type: 'client_credentials', resource: C }));
+  t.equal(body.scope, 'read');
+  // Removed behind the admin API's back (no change notice): this process still answers from its cache.
+  await srv.deps.sql`delete from resource_servers where tenant_id = ${tenantId} and id = ${c.body.id}`;
+  body = await j(await token(m2m, { grant_type: 'client_credentials', resource: C }));
+  t.equal(body.scope, 'read', 'no query per request');
+  // The notice the admin API would have sent evicts the entry: C is now a plain allowed audience.
+  await srv.deps.tokens.resourceServers.changed(tenantId);
+  body = await j(await token(m2m, { grant_type: 'client_credentials', resource: C }));
+  t.equal(body.scope, 'read write delete');
+});
