@@ -10,6 +10,7 @@ import { fieldMappingRoutes } from './admin/field-mapping.js';
 import { pluginRoutes } from './admin/plugins.js';
 import { userJobRoutes } from './admin/user-jobs.js';
 import { checkRoutes } from './check/routes.js';
+import { consoleRoutes } from './console-host/routes.js';
 import type { Deps } from './deps.js';
 import { healthRoutes } from './health.js';
 import { buildOpenApi } from './http/openapi.js';
@@ -38,6 +39,7 @@ export function routesTable(deps: Deps, router: () => Router): Array<{ owner: st
     { owner: 'src/account/consents.ts', routes: consentRoutes(deps) },
     { owner: 'src/account/routes.ts', routes: accountRoutes(deps) },
     { owner: 'src/account/approval-artifacts.ts', routes: approvalArtifactRoutes(deps) },
+    { owner: 'src/console-host/routes.ts', routes: consoleRoutes() },
   ];
 }
 

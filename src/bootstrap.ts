@@ -22,6 +22,8 @@ export interface BootstrapResult {
   clients: {
     web: { client_id: string; client_secret: string; redirect_uris: string[] };
     admin_console: { client_id: string; client_secret: string; redirect_uris: string[]; audience: string };
+    /** The browser console at /console: a public client (PKCE, no secret). */
+    console: { client_id: string; redirect_uris: string[]; post_logout_redirect_uris: string[]; audience: string };
     exchanger: { client_id: string; client_secret: string; audience: string };
     resource_server: { client_id: string; client_secret: string; audience: string };
   };
@@ -50,7 +52,7 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
     const { clientSecret } = await createClient(sql, secretKey, { ...input, tenantId, clientId });
     return clientSecret!;
   };
-  const ids = { console: `${tenantId}-admin-console`, admin: `${tenantId}-admin`, web: `${tenantId}-web`, exchanger: `${tenantId}-exchanger`, rs: `${tenantId}-resource-server` };
+  const ids = { app: `${tenantId}-console`, console: `${tenantId}-admin-console`, admin: `${tenantId}-admin`, web: `${tenantId}-web`, exchanger: `${tenantId}-exchanger`, rs: `${tenantId}-resource-server` };
   const redirect = `${config.issuer}/demo/callback`;
   const platform = opts.platform ?? tenantId === DEFAULT_TENANT_ID;
   const adminSecret = await ensure(ids.admin, {
@@ -66,6 +68,19 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
     name: 'Administration console', grantTypes: [GRANT.authorizationCode, GRANT.refreshToken], scopes: ['openid', 'email', ADMIN_SCOPE],
     redirectUris: [redirect], postLogoutRedirectUris: [`${config.issuer}/demo/logged-out`], allowedAudiences: [adminAudience(config.issuer)], firstParty: true,
   });
+  // The single-page console at /console (issue 33): a public client holding no secret, so it is
+  // created once and afterwards only gains this issuer's addresses; it never gets a secret.
+  const consoleApp = { redirectUris: [`${config.issuer}/console/callback`], postLogoutRedirectUris: [`${config.issuer}/console/signed-out`], audience: adminAudience(config.issuer) };
+  const consoleClients = new ClientRepository(sql, tenantId);
+  if (await consoleClients.get(ids.app)) {
+    await consoleClients.addAddresses(ids.app, { redirectUris: consoleApp.redirectUris, postLogoutRedirectUris: consoleApp.postLogoutRedirectUris, allowedAudiences: [consoleApp.audience] });
+    await opts.onClientChanged?.(ids.app);
+  } else {
+    await createClient(sql, secretKey, {
+      tenantId, clientId: ids.app, name: 'Console', authMethod: 'none', grantTypes: [GRANT.authorizationCode, GRANT.refreshToken], scopes: ['openid', 'email', ADMIN_SCOPE],
+      redirectUris: consoleApp.redirectUris, postLogoutRedirectUris: consoleApp.postLogoutRedirectUris, allowedAudiences: [consoleApp.audience], firstParty: true,
+    });
+  }
   const exSecret = await ensure(ids.exchanger, {
     name: 'Demo token exchanger', grantTypes: [GRANT.clientCredentials, GRANT.tokenExchange], scopes: ['read', 'write'], allowedAudiences: [DEMO_RESOURCE_AUDIENCE],
   });
@@ -82,6 +97,7 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
     clients: {
       web: { client_id: ids.web, client_secret: webSecret, redirect_uris: [redirect] },
       admin_console: { client_id: ids.console, client_secret: consoleSecret, redirect_uris: [redirect], audience: adminAudience(config.issuer) },
+      console: { client_id: ids.app, redirect_uris: consoleApp.redirectUris, post_logout_redirect_uris: consoleApp.postLogoutRedirectUris, audience: consoleApp.audience },
       exchanger: { client_id: ids.exchanger, client_secret: exSecret, audience: DEMO_RESOURCE_AUDIENCE },
       resource_server: { client_id: ids.rs, client_secret: rsSecret, audience: DEMO_RESOURCE_AUDIENCE },
     },

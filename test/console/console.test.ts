@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import zlib from 'node:zlib';
+import { AxeBuilder } from '@axe-core/playwright';
+import t from 'tap';
+import type { Browser, Page } from 'playwright-core';
+import { bootstrap } from '../../src/bootstrap.js';
+import { CHROMIUM, launchChromium } from '../helpers/browser.js';
+import { startTestServer } from '../helpers/server.js';
+import { setupTenant } from '../helpers/tokens.js';
+
+// The admin console (issue 33) as served by the real server: its index and assets with their headers,
+// and the page in Debian's Chromium without a console error, a CSP violation or a serious axe finding.
+const srv = await startTestServer();
+t.teardown(() => srv.close());
+const base = srv.url;
+const tenant = await setupTenant(srv, 'console');
+// One browser for every browser subtest, launched before any subtest starts.
+const browser: Browser | null = fs.existsSync(CHROMIUM) ? await launchChromium() : null;
+t.teardown(() => browser?.close());
+
+const scriptOf = (html: string) => /<script type="module" crossorigin src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+
+t.test('/console and its client-side routes are the index, with a fresh style nonce and the pages\' security headers', async (t) => {
+  const seen = new Set<string>();
+  for (const path of ['/console', '/console/', '/console/clients', '/console/tenants/abc/clients']) {
+    const res = await fetch(`${base}${path}`);
+    t.equal(res.status, 200, path);
+    t.match(res.headers.get('content-type'), /^text\/html/);
+    const csp = res.headers.get('content-security-policy')!;
+    const nonce = /'nonce-([^']+)'/.exec(csp)?.[1];
+    t.ok(nonce, 'a style nonce');
+    seen.add(nonce!);
+    t.match(csp, /script-src 'self';/, 'scripts only from us: no inline script, no eval');
+    t.notMatch(csp, /unsafe-inline|unsafe-eval/);
+    t.match(csp, /frame-ancestors 'none'/);
+    t.equal(res.headers.get('x-frame-options'), 'DENY');
+    t.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    t.equal(res.headers.get('cache-control'), 'no-store');
+    const html = await res.text();
+    t.ok(html.includes(`<meta name="csp-nonce" content="${nonce}">`), 'the page carries the nonce of its own CSP');
+    t.ok(scriptOf(html), 'the page loads its hashed script');
+  }
+  t.equal(seen.size, 4, 'a new nonce per response');
+});
+
+t.test('assets are immutable, precompressed by Accept-Encoding, and a missing one is a 404', async (t) => {
+  const script = scriptOf(await (await fetch(`${base}/console`)).text())!;
+  const plain = await fetch(`${base}${script}`, { headers: { 'accept-encoding': 'identity' } });
+  t.equal(plain.status, 200);
+  t.equal(plain.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  t.match(plain.headers.get('content-type'), /^text\/javascript/);
+  t.equal(plain.headers.get('content-encoding'), null);
+  const identity = Buffer.from(await plain.arrayBuffer());
+  // fetch decodes what it asked for: read the bytes as sent, and decode them here.
+  for (const [accept, coding, decode] of [['gzip, deflate, br', 'br', zlib.brotliDecompressSync], ['gzip', 'gzip', zlib.gunzipSync], ['br;q=0, gzip', 'gzip', zlib.gunzipSync]] as const) {
+    const res = await rawGet(`${base}${script}`, accept);
+    t.equal(res.headers['content-encoding'], coding, accept);
+    t.equal(res.headers.vary, 'Accept-Encoding');
+    t.ok(decode(res.body).equals(identity), `${coding} decodes to the asset`);
+  }
+  for (const missing of ['/console/assets/index-0000.js', '/console/assets/nothing.css']) {
+    const res = await fetch(`${base}${missing}`, { headers: { accept: 'application/json' } });
+    t.equal(res.status, 404, `${missing} is not the index`);
+    t.equal((await res.json() as { error: string }).error, 'not_found');
+  }
+  const report = JSON.parse(fs.readFileSync('dist/console/bundle-size.json', 'utf8')) as { gzip_bytes: number; budget_bytes: number };
+  t.ok(report.gzip_bytes > 0 && report.gzip_bytes <= report.budget_bytes, `first-load JavaScript ${report.gzip_bytes} bytes gzipped, within ${report.budget_bytes}`);
+});
+
+t.test('bootstrap makes each tenant a public console client, again without change', async (t) => {
+  const c = tenant.clients.console;
+  t.equal(c.client_id, `${tenant.tenant_id}-console`);
+  t.same(c.redirect_uris, [`${srv.config.issuer}/console/callback`]);
+  const again = await bootstrap(srv.config, srv.deps.sql, tenant.tenant_id, { onClientChanged: (id) => srv.deps.tokens.clients.changed(id) });
+  t.same(again.clients.console, c);
+  const [row] = await srv.deps.sql<{ token_endpoint_auth_method: string; secret_hash: Buffer | null; redirect_uris: string[] }[]>`
+    select token_endpoint_auth_method, secret_hash, redirect_uris from clients where tenant_id = ${tenant.tenant_id} and client_id = ${c.client_id}`;
+  t.equal(row!.token_endpoint_auth_method, 'none', 'a public client');
+  t.equal(row!.secret_hash, null, 'that never holds a secret');
+  t.same(row!.redirect_uris, c.redirect_uris, 'its addresses are not repeated');
+});
+
+if (!browser) {
+  t.comment('Chromium is not installed (apt-get install chromium): browser checks skipped');
+} else {
+  const chromium = browser;
+
+  /** A page that records console errors, failed requests and CSP violations. */
+  async function watchedPage(): Promise<{ page: Page; problems: string[] }> {
+    // axe needs a page of its own context (it opens a blank page beside it to finish its run).
+    const page = await (await chromium.newContext()).newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => { if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`console: ${m.text()}`); });
+    page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    page.on('response', (r) => { if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`); });
+    // Runs in the page (a string: this file is compiled without the DOM's types).
+    await page.addInitScript("document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI))");
+    return { page, problems };
+  }
+
+  t.test('the console loads in Chromium without errors or CSP violations, and passes axe', async (t) => {
+    const { page, problems } = await watchedPage();
+    await page.goto(`${base}/console`);
+    await page.getByRole('heading', { name: 'svc console' }).waitFor();
+    // Mantine's CSS variables arrive in its injected <style>, which only the nonce lets through.
+    t.equal(await page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--mantine-color-blue-6').trim() !== ''"), true, 'Mantine\'s style element applied');
+    const axe = await new AxeBuilder({ page }).analyze();
+    t.same(axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.help}`), [], 'no serious or critical axe violation');
+    t.same(problems, [], 'no console error, no CSP violation');
+    await page.context().close();
+  });
+}
+
+/** A GET whose body is returned as sent (fetch would decode it). */
+async function rawGet(url: string, acceptEncoding: string): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  const http = await import('node:http');
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers: { 'accept-encoding': acceptEncoding } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+    }).on('error', reject);
+  });
+}
