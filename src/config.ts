@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { tracingFrom, type TracingConfig } from './tracing/config.js';
 import { clusterUrl, parseRedisTarget } from './store/redis-url.js';
 import { parseTrustedProxies } from './http/client-address.js';
 
@@ -23,6 +24,8 @@ export interface Config {
   readonly revocationReplicaWaitMs: number;
   readonly revocationRetryMs: number;
   readonly logLevel: string;
+  /** OpenTelemetry tracing (OTEL_* variables, src/tracing/config.ts); null: off. */
+  readonly tracing: TracingConfig | null;
   readonly shutdownTimeoutMs: number;
   readonly bodyLimitBytes: number;
   /** Requests in flight per HTTP process before excess is shed with 503. */
@@ -227,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     revocationReplicaWaitMs: int('REVOCATION_REPLICA_WAIT_MS', 500, 1, 60_000),
     revocationRetryMs: int('REVOCATION_RETRY_MS', 30_000, 0, 3_600_000),
     logLevel: str('LOG_LEVEL', nodeEnv === 'test' ? 'warn' : 'info'),
+    tracing: tracingFrom(env, problems),
     shutdownTimeoutMs: int('SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     maxInflight: int('MAX_INFLIGHT', 2048, 1, 1_000_000),

@@ -1,3 +1,4 @@
+import { startTracing } from './tracing/start.js';
 import { buildRouter } from './app.js';
 import type { Config } from './config.js';
 import { finishStaleMoves } from './pii/moves.js';
@@ -30,6 +31,8 @@ export interface RunningHttp {
 export async function startHttp(config: Config, log: Logger = createLogger(config.logLevel, { role: 'http' })): Promise<RunningHttp> {
   // Registered first, closed last: everything below may use the storage clients while it closes.
   const lifecycle = createLifecycle(log);
+  // Tracing first (and closed last, exporting what is left): the clients below are traced when it is on.
+  if (config.tracing) lifecycle.add('tracing', startTracing(config.tracing, 'http'));
   const sql = createSql(config);
   configureFieldSealing(config.keyEncryptionKey);
   lifecycle.add('postgres', { close: () => sql.end({ timeout: 5 }) });

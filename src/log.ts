@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { logIds } from './tracing/tracer.js';
 
 export type { Logger };
 
@@ -20,5 +21,7 @@ export function createLogger(level: string, bindings: Record<string, unknown> = 
     base: { pid: process.pid, ...bindings },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // trace_id and span_id on every line of a traced request (nothing with tracing off).
+    mixin: logIds,
   });
 }

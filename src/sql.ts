@@ -1,6 +1,8 @@
 import type PG from 'postgres';
 import postgres from 'postgres';
 import type { Config } from './config.js';
+import { traceSql } from './tracing/sql.js';
+import { tracingOn } from './tracing/tracer.js';
 
 // postgres.js's own array codec (not in its exports map, so loaded by path next to its entry point).
 const { arrayParser, arraySerializer } = await import(new URL('./types.js', import.meta.resolve('postgres')).href) as {
@@ -63,7 +65,7 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     connection: { application_name: 'svc' },
   });
   registerArrayTypes(sql.options as unknown as PgOptions);
-  return sql as unknown as Sql;
+  return (tracingOn ? traceSql(sql) : sql) as unknown as Sql;
 }
 
 /**

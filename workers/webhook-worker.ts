@@ -19,6 +19,8 @@ import { postWebhook } from '../src/webhooks/sender.js';
 import { PiiVault } from '../src/pii/vault.js';
 import { openFields } from '../src/sealed-fields.js';
 import { configureFieldSealing } from '../src/sealed-fields.js';
+import { annotate, continueTrace } from '../src/tracing/tracer.js';
+import { startTracing } from '../src/tracing/start.js';
 
 export interface RunningWebhookWorker {
   close(): Promise<void>;
@@ -32,6 +34,7 @@ export interface WebhookContext { store: Store; config: Config; log: Logger; job
  * `webhook-delivery`, concurrency WEBHOOK_CONCURRENCY). Started by the supervisor for role `webhook-worker`.
  */
 export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions; schedules?: boolean } = {}): Promise<RunningWebhookWorker> {
+  const tracing = config.tracing ? startTracing(config.tracing, 'webhook-worker') : null;
   const sql = createSql(config);
   configureFieldSealing(config.keyEncryptionKey);
   const jobs = new JobQueues(config);
@@ -47,6 +50,7 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
       await consumers.close();
       await jobs.close();
       await sql.end({ timeout: 5 });
+      await tracing?.close();
     })()),
   };
 }
@@ -75,7 +79,13 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { stor
   const body = JSON.stringify({ event: d.request_body.event, timestamp: d.request_body.timestamp, data: openFields(d.tenant_id, d.request_body.data) });
   const headers = deliveryHeaders({ secret: webhookSecret(w, config.keyEncryptionKey), event: d.event, deliveryId, body, custom: w.headers });
   const startedAt = Date.now();
-  const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, config.webhookAllowPrivate);
+  // The delivery continues the trace of the request that caused its event, and passes it on (W3C traceparent).
+  const r = await continueTrace(d.trace_context, 'webhook deliver', { 'svc.tenant_id': tenantId, 'svc.webhook_id': w.id, 'svc.event': d.event, 'svc.attempt': attempt },
+    async (traceHeaders) => {
+      const res = await postWebhook(w.url, { ...headers, ...traceHeaders }, body, w.timeout_s * 1000, config.webhookAllowPrivate);
+      annotate({ 'http.response.status_code': res.status ?? 0 });
+      return res;
+    });
   const completedAt = Date.now();
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;
   const recorded = await store.transaction(tenantId, async (s, tx) => {

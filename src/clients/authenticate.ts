@@ -1,5 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { Forbidden, OAuthError, ServiceUnavailable } from '../errors.js';
+import { annotate, tracingOn } from '../tracing/tracer.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Redis } from 'ioredis';
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
@@ -45,7 +46,18 @@ const invalid = (why = 'Client authentication failed.') => new OAuthError('inval
  * Authenticates the calling client by exactly one method: HTTP Basic (RFC 6749 2.3.1), client_secret_post,
  * or private_key_jwt (RFC 7523 section 3). Every failure is the same invalid_client answer.
  */
-export async function authenticateClient(ctx: ClientAuthContext, req: HttpRequest, form: Record<string, string | string[]>, failures?: Promise<string | null | undefined>): Promise<Client> {
+export function authenticateClient(ctx: ClientAuthContext, req: HttpRequest, form: Record<string, string | string[]>, failures?: Promise<string | null | undefined>): Promise<Client> {
+  const client = authenticate(ctx, req, form, failures);
+  // The request's span learns its tenant and client (ids only); untraced requests pay no extra step.
+  return tracingOn ? client.then(annotateClient) : client;
+}
+
+function annotateClient(c: Client): Client {
+  annotate({ 'svc.tenant_id': c.tenantId, 'oauth.client_id': c.clientId });
+  return c;
+}
+
+async function authenticate(ctx: ClientAuthContext, req: HttpRequest, form: Record<string, string | string[]>, failures?: Promise<string | null | undefined>): Promise<Client> {
   const auth = req.headers.authorization;
   const assertion = form.client_assertion;
   const postSecret = form.client_secret;

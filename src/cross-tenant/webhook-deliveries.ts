@@ -3,13 +3,13 @@ import { lockLiveTenants, TOMBSTONE_STATUSES } from '../store/tenants.js';
 import type { RequestBody, WebhookRow } from '../store/webhooks.js';
 
 /** An undispatched outbox row. */
-export interface OutboxEvent { id: number; tenant_id: string; event: string; data: Record<string, unknown>; occurred_at: number }
+export interface OutboxEvent { id: number; tenant_id: string; event: string; data: Record<string, unknown>; occurred_at: number; trace_context: string | null }
 
 /** What the fan-out needs of an active webhook. */
 export type FanOutHook = Pick<WebhookRow, 'tenant_id' | 'id' | 'events' | 'filters' | 'max_retries'>;
 
 /** A delivery the fan-out decided on; it always carries the tenant of its event and webhook. */
-export interface NewDelivery { tenant_id: string; id: string; webhook_id: string; outbox_id: number; event: string; max_attempt: number; request_body: RequestBody }
+export interface NewDelivery { tenant_id: string; id: string; webhook_id: string; outbox_id: number; event: string; max_attempt: number; request_body: RequestBody; trace_context: string | null }
 
 /** A pending attempt, named by tenant and delivery: what one queue job carries. */
 export interface Unqueued { tenant_id: string; id: string; attempt: number; next_attempt_at: number }
@@ -33,7 +33,7 @@ export class CrossTenantDeliveries {
   fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[]): Promise<number> {
     return this.sql.begin(async (tx) => {
       const events = await tx<OutboxEvent[]>`
-        select id, tenant_id, event, data, occurred_at from event_outbox
+        select id, tenant_id, event, data, occurred_at, trace_context from event_outbox
         where dispatched_at is null order by id limit ${batch} for update skip locked`;
       if (!events.length) return 0;
       const tenants = [...(await lockLiveTenants(tx, events.map((e) => e.tenant_id)))];
@@ -42,7 +42,7 @@ export class CrossTenantDeliveries {
         where tenant_id = any(${tenants}::text[]) and status = 'active'`;
       const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs }));
       for (let i = 0; i < rows.length; i += 1000) {
-        await tx`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at')}
+        await tx`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at', 'trace_context')}
           on conflict (tenant_id, webhook_id, outbox_id) do nothing`;
       }
       // Same lock order in every relay (sorted keys), so two relays never deadlock on webhook rows.

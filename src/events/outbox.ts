@@ -1,5 +1,6 @@
 import { insertLogRecords } from '../store/log-archive.js';
 import type { Sql, TxSql } from '../sql.js';
+import { currentTraceparent, tracingOn } from '../tracing/tracer.js';
 import { isEventName, type EventName } from './names.js';
 import { sealFields } from '../sealed-fields.js';
 
@@ -34,8 +35,10 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
   // Addresses in event data are sealed at rest; the webhook worker opens them for the receiver.
   events = events.map((e) => ({ ...e, data: sealFields(e.tenantId, e.data) }));
   // In order: ids follow the array, so receivers see user.created before auth.login.
-  await tx`insert into event_outbox (tenant_id, event, data)
-           select t, e, d::jsonb from unnest(${events.map((e) => e.tenantId)}::text[], ${events.map((e) => e.event)}::text[], ${events.map((e) => JSON.stringify(e.data))}::text[])
+  // The request's trace, when sampled, goes with the event to its webhook deliveries (src/tracing/).
+  const trace = tracingOn ? currentTraceparent() : null;
+  await tx`insert into event_outbox (tenant_id, event, data, trace_context)
+           select t, e, d::jsonb, ${trace}::text from unnest(${events.map((e) => e.tenantId)}::text[], ${events.map((e) => e.event)}::text[], ${events.map((e) => JSON.stringify(e.data))}::text[])
            with ordinality as x(t, e, d, n) order by n`;
   // Auth and security events are log records too, written in the same transaction (security: critical).
   const now = Date.now();
@@ -49,7 +52,7 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
 /** One event whose outbox id the caller keeps (a log quota notification's notification_event_id). */
 export async function recordEventReturningId(tx: TxSql, e: DomainEvent): Promise<string> {
   if (!isEventName(e.event)) throw new TypeError(`unknown event name "${String(e.event)}"`);
-  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data) values (${e.tenantId}, ${e.event}, ${tx.json(sealFields(e.tenantId, e.data) as never)}) returning id::text`;
+  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data, trace_context) values (${e.tenantId}, ${e.event}, ${tx.json(sealFields(e.tenantId, e.data) as never)}, ${tracingOn ? currentTraceparent() : null}) returning id::text`;
   return r!.id;
 }
 

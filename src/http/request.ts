@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { HttpResponse } from 'uWebSockets.js';
 import { InvalidJson, InvalidRequest } from '../errors.js';
 import { checkInput } from './input-bounds.js';
@@ -18,6 +19,8 @@ export class HttpRequest {
   data: unknown = undefined;
   /** Parsed and validated query, set by the server when the route names a query schema. */
   queryData: unknown = undefined;
+  /** The request's server span, only while tracing is on (src/tracing/http.ts). */
+  span: Span | undefined = undefined;
   private _cookies: Record<string, string> | undefined;
   private _ip: string | undefined;
 

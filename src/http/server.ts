@@ -14,6 +14,8 @@ import { wantsJson } from './negotiate.js';
 import { errorReply } from './pages.js';
 import { errorDetails, validate, validatorFor } from './validate.js';
 import { checkInput } from './input-bounds.js';
+import { endServerSpan, inServerSpan } from '../tracing/http.js';
+import { tracingOn } from '../tracing/tracer.js';
 
 /** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
 export function assertNativeUws(): void {
@@ -156,7 +158,7 @@ export class HttpServer {
     inflightGauge.inc();
 
     const wantsBody = route.body !== 'none' && BODY_METHODS.has(method);
-    if (!wantsBody) { void this.dispatch(res, req, route, started); return; }
+    if (!wantsBody) { void this.run(res, req, route, started); return; }
 
     const limit = route.bodyLimit ?? this.opts.bodyLimitBytes;
     const declared = headers['content-length'];
@@ -180,9 +182,14 @@ export class HttpServer {
       if (isLast) {
         readingBody = false;
         req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-        void this.dispatch(res, req, route, started);
+        void this.run(res, req, route, started);
       }
     });
+  }
+
+  /** Runs the route, in a server span when tracing is on (checked here, so untraced requests make no span). */
+  private run(res: HttpResponse, req: HttpRequest, route: Route, started: number): Promise<void> {
+    return tracingOn ? inServerSpan(req, route.path, () => this.dispatch(res, req, route, started)) : this.dispatch(res, req, route, started);
   }
 
   private async dispatch(res: HttpResponse, req: HttpRequest, route: Route, started: number): Promise<void> {
@@ -214,6 +221,7 @@ export class HttpServer {
       res.end(body);
     });
     observe(route.path, req.method, status, started);
+    if (req.span) endServerSpan(req.span, status);
   }
 
   private release(): void {
@@ -244,6 +252,7 @@ export class HttpServer {
       };
     }
     observe(label, req.method, out.status, started);
+    if (req.span) endServerSpan(req.span, out.status, err);
     if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, method: req.method, route: label, status: out.status, error_code: out.body.error }, 'request');
     if (req.aborted) return;
     // Pages answer a browser with the error page; everything else, and API clients of pages, get JSON.

@@ -128,6 +128,7 @@ export function registrationRoutes(deps: Deps): Route[] {
         const out = await auditedChange(deps, actor, req, { action: 'client.create', resourceType: 'client' }, async (tx, store) => {
           // The use is spent with the client, in one transaction: the last use cannot register two clients.
           if (token && !(await store.registrations.spendToken(token.id))) throw invalidToken('The initial access token is invalid, expired, revoked or used up.');
+          await store.registrations.lockForRegistration();
           if (await store.registrations.countRegistered() >= policy.max_clients) throw new OAuthError('access_denied', 'This tenant holds as many dynamically registered clients as it allows.', 403);
           const { client, clientSecret } = await createClient(tx, key, {
             tenantId, name: fields.name, authMethod: fields.authMethod, grantTypes: fields.grantTypes, scopes: fields.scopes, redirectUris: fields.redirectUris,

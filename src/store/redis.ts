@@ -2,6 +2,8 @@ import keySlot from 'cluster-key-slot';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
 import { parseRedisTarget } from './redis-url.js';
+import { traceRedis } from '../tracing/redis.js';
+import { tracingOn } from '../tracing/tracer.js';
 
 /**
  * What a connection is for; each role has the one set of options it needs:
@@ -97,11 +99,11 @@ export function createRedis(config: RedisConfig, role: RedisRole = 'cache', opts
     cluster.on('error', () => {});
     cluster.on('node error', () => {});
     // Same command interface; see the note on RedisRole.
-    return cluster as unknown as Redis;
+    return tracingOn ? traceRedis(cluster as unknown as Redis, role) : cluster as unknown as Redis;
   }
   const redis = new Redis(url, options);
   redis.on('error', () => {});
-  return redis;
+  return tracingOn ? traceRedis(redis, role) : redis;
 }
 
 /**

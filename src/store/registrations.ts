@@ -110,6 +110,14 @@ export class RegistrationRepository {
     return row ?? null;
   }
 
+  /**
+   * Serialises the tenant's registrations until the transaction ends, so two racing registrations
+   * cannot both take the last place under the policy's maximum.
+   */
+  async lockForRegistration(): Promise<void> {
+    await this.db`select pg_advisory_xact_lock(hashtext(${`client-registration:${this.tenantId}`}))`;
+  }
+
   /** Dynamically registered clients of the tenant (against the policy's maximum). */
   async countRegistered(): Promise<number> {
     const [row] = await this.db<{ n: number }[]>`select count(*)::int as n from clients where tenant_id = ${this.tenantId} and registered_dynamically`;

@@ -17,6 +17,8 @@ export interface DeliveryRow {
   status: 'pending' | 'success' | 'failed'; attempt: number; max_attempt: number; response_status: number | null;
   response_time_ms: number | null; error: string | null; request_body: RequestBody; triggered_at: number;
   completed_at: number | null; next_attempt_at: number; queued_at: number | null;
+  /** The traceparent of the request whose event this delivers (tracing on and sampled), else null. */
+  trace_context?: string | null;
 }
 
 export interface AttemptRow {

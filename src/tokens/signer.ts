@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Overloaded, ServiceUnavailable } from '../errors.js';
 import { trackPoolQueue } from '../metrics.js';
+import { PoolTrace } from '../tracing/pool.js';
+import { tracingOn } from '../tracing/tracer.js';
 import { admitSigning } from './admission.js';
 import { signingInput, signWith, verifySignature, type JwtHeader, type JwtPayload } from './jwt.js';
 import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
@@ -10,7 +12,7 @@ import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
 const TASK_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/crypto.js');
 const MAX_BATCH = 32;
 
-interface Pending<K, O> { key: K; input: string; extra: Uint8Array | undefined; resolve: (out: O) => void; reject: (err: unknown) => void }
+interface Pending<K, O> { key: K; input: string; extra: Uint8Array | undefined; resolve: (out: O) => void; reject: (err: unknown) => void; trace?: PoolTrace | undefined }
 
 export interface SignerOptions {
   /** Piscina threads per process; 0 signs inline. */
@@ -69,7 +71,7 @@ class BatchQueue<K extends VerifyKey, O> {
   push(key: K, input: string, extra?: Uint8Array): Promise<O> {
     if (this.depth >= this.opts.maxQueue) return Promise.reject(new Overloaded('The crypto pool is at capacity; retry shortly.'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ key, input, extra, resolve, reject });
+      this.queue.push({ key, input, extra, resolve, reject, trace: tracingOn ? new PoolTrace(this.task) : undefined });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
     });
   }
@@ -93,17 +95,18 @@ class BatchQueue<K extends VerifyKey, O> {
 
   private send(key: K, batch: Array<Pending<K, O>>, withKey: boolean): void {
     const n = batch.length;
+    if (tracingOn) for (const p of batch) p.trace?.sent(n);
     this.pool.run(this.build(key, batch, withKey), { name: this.task }).then(
       (res: { out: O[]; ms: number } | null) => {
         // The thread that took the batch has not seen this key yet: send it again with the key.
         if (res === null && !withKey) { this.send(key, batch, true); return; }
         this.done(n);
-        if (res === null) { const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1); batch.forEach((p) => p.reject(e)); return; }
+        if (res === null) { const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1); batch.forEach((p) => { p.trace?.done(e); p.reject(e); }); return; }
         const perOp = res.ms / n;
         this.perOpMs = this.perOpMs === 0 ? perOp : this.perOpMs * 0.8 + perOp * 0.2;
-        batch.forEach((p, i) => p.resolve(res.out[i]!));
+        batch.forEach((p, i) => { p.trace?.done(); p.resolve(res.out[i]!); });
       },
-      (err: unknown) => { this.done(n); const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1, err); batch.forEach((p) => p.reject(e)); },
+      (err: unknown) => { this.done(n); const e = new ServiceUnavailable('A crypto operation failed; retry shortly.', 1, err); batch.forEach((p) => { p.trace?.done(e); p.reject(e); }); },
     );
   }
 

@@ -299,3 +299,16 @@ t.test('a suspended tenant registers nothing and its clients cannot manage their
   t.equal((await platform('POST', `/api/admin/tenants/${s.tenant_id}/unsuspend`)).status, 200);
   await waitFor(async () => (await call('GET', r.body.registration_client_uri, { token: r.body.registration_access_token })).status === 200);
 });
+
+t.test('racing registrations: the last use of a token and the last place under max_clients are taken once', async (t) => {
+  const r = await setupTenant(srv, 'dcr-race');
+  const rAdmin = api(srv, await adminToken(srv, { tenantId: r.tenant_id, permissions: ['admin:*'] }));
+  t.equal((await rAdmin('PUT', '/api/admin/registration/policy', { max_clients: 3, rate_limit_per_minute: 1000 })).status, 200);
+  const once = await initialAccessToken({ max_uses: 1 }, rAdmin);
+  const first = await Promise.all(Array.from({ length: 6 }, () => register(codeClient, once.token)));
+  t.same(first.map((x) => x.status).sort(), [201, 401, 401, 401, 401, 401], 'one registration per use');
+  const many = await initialAccessToken({}, rAdmin);
+  const rest = await Promise.all(Array.from({ length: 6 }, () => register(codeClient, many.token)));
+  t.same(rest.map((x) => x.status).sort(), [201, 201, 403, 403, 403, 403], 'max_clients 3 holds under concurrency');
+  t.equal((await rAdmin('GET', '/api/admin/clients?registered_dynamically=true&limit=100')).body.items.length, 3);
+});

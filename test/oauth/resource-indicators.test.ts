@@ -4,7 +4,7 @@ import { api, type Api } from '../admin/helpers.js';
 import { j } from '../helpers/http.js';
 import { adminToken, postForm } from '../helpers/tokens.js';
 import { uniqueName } from '../helpers/env.js';
-import { pkce, signInByEmailCode, startLoginEnv } from '../login/fixtures.js';
+import { codeFor, pkce, sessionCookieFrom, signInByEmailCode, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
 
 // RFC 8707 resource indicators end to end: `resource` at /authorize, /par and /token for every grant,
 // the token's aud is the resource and its scope is bounded by the resource server's registered scopes,
@@ -210,4 +210,44 @@ t.test('a resource server update reaches /token at once (cache evicted by the ch
   t.equal((await admin('PUT', `/api/admin/resource-servers/${id}`, { scopes: ['read'] })).status, 200);
   body = await j(await token(m2m, { grant_type: 'client_credentials', resource: A }));
   t.equal(body.scope, 'read');
+});
+
+t.test('/token reads resource servers from the per-process cache, not Postgres', async (t) => {
+  const C = 'https://c.example.test/api';
+  const c = await admin('POST', '/api/admin/resource-servers', { identifier: C, name: 'C', scopes: ['read'] });
+  await admin('PUT', `/api/admin/clients/${m2m.client_id}`, { allowed_audiences: [A, B, PLAIN, C] });
+  let body = await j(await token(m2m, { grant_type: 'client_credentials', resource: C }));
+  t.equal(body.scope, 'read');
+  // Removed behind the admin API's back (no change notice): this process still answers from its cache.
+  await srv.deps.sql`delete from resource_servers where tenant_id = ${tenantId} and id = ${c.body.id}`;
+  body = await j(await token(m2m, { grant_type: 'client_credentials', resource: C }));
+  t.equal(body.scope, 'read', 'no query per request');
+  // The notice the admin API would have sent evicts the entry: C is now a plain allowed audience.
+  await srv.deps.tokens.resourceServers.changed(tenantId);
+  body = await j(await token(m2m, { grant_type: 'client_credentials', resource: C }));
+  t.equal(body.scope, 'read write delete');
+});
+
+t.test('device code grant: the resource bounds the access token; the refresh token keeps the grant', async (t) => {
+  const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+  const tv = await admin('POST', '/api/admin/clients', {
+    name: 'tv', token_endpoint_auth_method: 'none', grant_types: [DEVICE_GRANT, 'refresh_token'], scopes: ['openid', 'offline_access', 'read', 'write'], allowed_audiences: [A, B],
+  });
+  t.equal(tv.status, 201);
+  const post = (path: string, body: Record<string, string>) => fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body) });
+  const json = (path: string, body: unknown, headers: Record<string, string> = {}) => fetch(`${srv.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const started = await j(await post('/device_authorization', { client_id: tv.body.client_id, scope: 'offline_access read write' }));
+  // The person's part: enter the code, sign in with an emailed code, allow.
+  const entered = await j(await json('/device', { user_code: started.user_code }));
+  const email = uniqueEmail('device-ri');
+  await json('/email-code/generate', { email, interaction: entered.interaction });
+  const verified = await json('/email-code/verify', { email, code: await codeFor(env.sink, email), interaction: entered.interaction });
+  t.equal((await json('/device/confirm', { handle: entered.handle, decision: 'allow' }, { cookie: sessionCookieFrom(verified)! })).status, 200);
+  const res = await post('/token', { grant_type: DEVICE_GRANT, client_id: tv.body.client_id, device_code: started.device_code, resource: B });
+  t.equal(res.status, 200);
+  const body = await j(res);
+  t.equal(aud(body.access_token), B);
+  t.equal(body.scope, 'write');
+  const again = await j(await post('/token', { grant_type: 'refresh_token', client_id: tv.body.client_id, refresh_token: body.refresh_token, resource: B }));
+  t.equal(again.scope, 'write', 'refreshed for the same resource');
 });

@@ -10,7 +10,7 @@ import { twoTenants } from '../helpers/two-tenants.js';
 // trusted software statement issuers and client registrations (RFC 7591/7592) can be neither read,
 // listed, spent, changed nor deleted through tenant B's repository, and A's rows are exactly as they
 // were afterwards. Real Postgres (the migrated test database).
-const { sql, tenantA, A, B } = await twoTenants('reg');
+const { sql, store, tenantA, tenantB, A, B } = await twoTenants('reg');
 
 const clientId = newId('c');
 await A.clients.insert({ clientId, name: 'A registered', secretHash: randomBytes(32), grantTypes: ['authorization_code'], redirectUris: ['https://a.example/cb'], registeredDynamically: true });
@@ -70,6 +70,14 @@ t.test("B cannot spend, revoke, change or delete A's registration data", async (
   await B.registrations.savePolicy({ ...DEFAULT_POLICY, open_registration: false, max_clients: 1 });
   t.match(await B.registrations.policy(), { max_clients: 1 });
   t.ok(await B.registrations.insertIssuer({ id: newId('ssi'), issuer: 'https://software.a.example', jwks: { keys: [] }, description: 'same iss, own tenant' }), 'the same issuer may be trusted by B separately');
+});
+
+t.test("B's registration lock is B's: it does not wait for A's", async (t) => {
+  await store.transaction(tenantA, async (a) => {
+    await a.registrations.lockForRegistration();
+    await store.transaction(tenantB, async (b) => { await b.registrations.lockForRegistration(); });
+    t.pass('B took its lock while A held its own');
+  });
 });
 
 t.test("A's rows are unchanged", async (t) => {

@@ -1,0 +1,27 @@
+import { trace } from '@opentelemetry/api';
+import { context, extractContext, SpanKind, SpanStatusCode, tracer, type Span } from './tracer.js';
+
+/** What the server span reads of a request (src/http/request.ts HttpRequest), and where it keeps the span. */
+export interface TracedRequest { readonly method: string; readonly headers: Record<string, string>; readonly requestId: string; span: Span | undefined }
+
+/**
+ * Runs a request in its server span: a child of the caller's W3C trace context when it sent one, named
+ * by the route template (never the raw path, which holds ids), with the method and route; the status is
+ * set when the answer is written (endServerSpan). Only called with tracing on.
+ */
+export function inServerSpan(req: TracedRequest, routeTemplate: string, fn: () => Promise<void>): Promise<void> {
+  const parent = extractContext(req.headers);
+  const span = tracer().startSpan(`${req.method} ${routeTemplate}`, {
+    kind: SpanKind.SERVER,
+    attributes: { 'http.request.method': req.method, 'http.route': routeTemplate, 'svc.request_id': req.requestId },
+  }, parent);
+  req.span = span;
+  return context.with(trace.setSpan(parent, span), fn);
+}
+
+/** Ends a request's server span with its status (5xx marks the span as failed, with the error's class). */
+export function endServerSpan(span: Span, status: number, err?: unknown): void {
+  span.setAttribute('http.response.status_code', status);
+  if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.name : String(status) });
+  span.end();
+}

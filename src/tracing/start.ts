@@ -1,0 +1,68 @@
+import { context, propagation, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler,
+} from '@opentelemetry/sdk-trace-base';
+import type { TracingConfig } from './config.js';
+import { setTracingOn } from './tracer.js';
+
+function samplerOf(c: TracingConfig): Sampler {
+  switch (c.sampler) {
+    case 'always_on': return new AlwaysOnSampler();
+    case 'always_off': return new AlwaysOffSampler();
+    case 'traceidratio': return new TraceIdRatioBasedSampler(c.ratio);
+    case 'parentbased_always_on': return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case 'parentbased_always_off': return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio': return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(c.ratio) });
+  }
+}
+
+/**
+ * Starts tracing for this process (one per process, before its clients are made): the OTLP/HTTP JSON
+ * exporter behind a batch processor, the configured sampler, W3C trace context, and an
+ * AsyncLocalStorage context manager so a span follows its request across awaits. close() exports what
+ * is left and stops.
+ */
+export function startTracing(c: TracingConfig, role: string): { close(): Promise<void> } {
+  // A test runs a server and workers in one process: they share the one registration, closed by the last.
+  if (shared) {
+    shared.users++;
+    return closer(shared);
+  }
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': c.serviceName, 'service.instance.id': `${role}-${process.pid}`, 'svc.role': role }),
+    sampler: samplerOf(c),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: c.endpoint, headers: { ...c.headers } }), {
+      scheduledDelayMillis: c.scheduleDelayMs, maxExportBatchSize: c.maxExportBatchSize, maxQueueSize: c.maxQueueSize,
+    })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  setTracingOn(true);
+  shared = { users: 1, provider };
+  return closer(shared);
+}
+
+let shared: { users: number; provider: BasicTracerProvider } | null = null;
+
+function closer(s: { users: number; provider: BasicTracerProvider }): { close(): Promise<void> } {
+  let closed = false;
+  return {
+    async close() {
+      if (closed) return;
+      closed = true;
+      // Whatever the others still hold is exported now, not when the last one stops.
+      if (--s.users > 0) { await s.provider.forceFlush().catch(() => {}); return; }
+      shared = null;
+      setTracingOn(false);
+      await s.provider.shutdown().catch(() => {});
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    },
+  };
+}

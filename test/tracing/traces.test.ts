@@ -1,0 +1,149 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { tracingFrom } from '../../src/tracing/config.js';
+import { waitFor } from '../helpers/processes.js';
+import { basic } from '../helpers/tokens.js';
+import { codeFor, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
+import { createLogger } from '../../src/log.js';
+import { startWebhookWorker } from '../../workers/webhook-worker.js';
+import { startReceiver } from '../webhooks/fixtures.js';
+
+// Issue 34 item 1: with an OTLP endpoint set, svc sends a trace per request to it (OTLP/HTTP, JSON). A
+// local receiver collects what the real exporter posts; traces are found by the trace id of the
+// traceparent each request sends, so the assertions read what an operator's collector would show.
+
+interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: Array<{ key: string; value: Record<string, unknown> }> }
+const spans: OtlpSpan[] = [];
+const bodies: string[] = [];
+const receiver = http.createServer((req, res) => {
+  let body = '';
+  req.on('data', (c: Buffer) => { body += c.toString('utf8'); });
+  req.on('end', () => {
+    bodies.push(body);
+    const doc = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
+    for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+t.teardown(() => new Promise<void>((r) => receiver.close(() => r())));
+const otlp = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+const env = await startLoginEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'svc-test' });
+t.teardown(() => env.close());
+const { srv, sink, tenant: b } = env;
+
+const hex = (n: number) => [...crypto.getRandomValues(new Uint8Array(n))].map((x) => x.toString(16).padStart(2, '0')).join('');
+/** A fresh traceparent (sampled) and the ids in it. */
+function parent() {
+  const traceId = hex(16);
+  const spanId = hex(8);
+  return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
+}
+const attr = (s: OtlpSpan, key: string) => { const v = s.attributes?.find((a) => a.key === key)?.value; return v ? Object.values(v)[0] : undefined; };
+const traceOf = (traceId: string) => spans.filter((s) => s.traceId === traceId);
+/** Whether `s` descends from the span `ancestor` within its trace. */
+function descends(all: OtlpSpan[], s: OtlpSpan, ancestor: string): boolean {
+  for (let p = s.parentSpanId; p; p = all.find((x) => x.spanId === p)?.parentSpanId) if (p === ancestor) return true;
+  return false;
+}
+
+t.test('the OTEL_* variables as the specification names them', async (t) => {
+  const problems: string[] = [];
+  t.equal(tracingFrom({}, problems), null, 'off without an endpoint');
+  t.equal(tracingFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }, problems), null, 'off when disabled');
+  const c = tracingFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318/', OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer%20x,x-a=b', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' }, problems)!;
+  t.equal(c.endpoint, 'http://c:4318/v1/traces', 'the signal path is added to the base endpoint');
+  t.same(c.headers, { authorization: 'Bearer x', 'x-a': 'b' });
+  t.equal(c.sampler, 'parentbased_traceidratio');
+  t.equal(c.ratio, 0.01);
+  t.equal(tracingFrom({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/custom' }, problems)!.endpoint, 'http://c:4318/custom', 'the signal endpoint is used as given');
+  t.same(problems, []);
+  tracingFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_SAMPLER: 'sometimes', OTEL_TRACES_SAMPLER_ARG: '2', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, problems);
+  t.equal(problems.length, 3, problems.join('; '));
+});
+
+t.test('a token exchange is one trace: the server span under the caller\'s, the signing pool and Redis under it', async (t) => {
+  const ex = b.clients.exchanger;
+  const cc = await (await fetch(`${srv.url}/token`, { method: 'POST', headers: { authorization: basic(ex.client_id, ex.client_secret), 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&scope=read' })).json() as { access_token: string };
+  const p = parent();
+  const res = await fetch(`${srv.url}/token`, {
+    method: 'POST',
+    headers: { authorization: basic(ex.client_id, ex.client_secret), 'content-type': 'application/x-www-form-urlencoded', traceparent: p.header },
+    body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: cc.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', audience: b.clients.resource_server.audience, scope: 'read' }),
+  });
+  t.equal(res.status, 200);
+  const issued = await res.json() as { access_token: string };
+  await waitFor(async () => traceOf(p.traceId).some((s) => s.name.startsWith('crypto ')) && traceOf(p.traceId).some((s) => s.kind === 2), 10_000, 50);
+  const trace = traceOf(p.traceId);
+  const server = trace.find((s) => s.kind === 2)!;
+  t.equal(server.name, 'POST /token', 'named by the route template');
+  t.equal(server.parentSpanId, p.spanId, 'a child of the caller\'s span (W3C traceparent)');
+  t.equal(attr(server, 'http.response.status_code'), 200);
+  t.equal(attr(server, 'svc.tenant_id'), b.tenant_id, 'the tenant');
+  t.equal(attr(server, 'oauth.client_id'), ex.client_id, 'the client');
+  const sign = trace.find((s) => s.name === 'crypto signBatch')!;
+  t.ok(sign && descends(trace, sign, server.spanId), 'the signing pool span is under the server span');
+  t.same(trace.filter((s) => s.parentSpanId === sign.spanId).map((s) => s.name).sort(), ['pool work', 'queue wait'], 'queue wait and work apart');
+  const redis = trace.filter((s) => s.name.startsWith('redis '));
+  t.ok(redis.length >= 1, `${redis.length} Redis spans`);
+  t.ok(redis.every((s) => descends(trace, s, server.spanId)), 'every Redis span is under the server span');
+  const text = JSON.stringify(trace);
+  for (const secret of [cc.access_token, issued.access_token, ex.client_secret]) t.notOk(text.includes(secret), 'no token or secret in any span');
+});
+
+t.test('a login step is traced without the address or the code', async (t) => {
+  const email = uniqueEmail('trace');
+  const p = parent();
+  const gen = await fetch(`${srv.url}/email-code/generate`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: p.header }, body: JSON.stringify({ email, client_id: b.clients.web.client_id }) });
+  t.equal(gen.status, 200);
+  const code = await codeFor(sink, email);
+  const v = parent();
+  const verify = await fetch(`${srv.url}/email-code/verify`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: v.header }, body: JSON.stringify({ email, code }) });
+  t.equal(verify.status, 200);
+  await waitFor(async () => traceOf(p.traceId).some((s) => s.kind === 2) && traceOf(v.traceId).some((s) => s.kind === 2), 10_000, 50);
+  t.equal(traceOf(p.traceId).find((s) => s.kind === 2)!.name, 'POST /email-code/generate');
+  t.ok(traceOf(p.traceId).some((s) => s.name.startsWith('redis ')), 'the code is kept in Redis, under the request');
+  const all = bodies.join('\n');
+  t.notOk(all.includes(email), 'no address in any exported span');
+  t.notOk(all.includes(code), 'no code in any exported span');
+  t.notOk(all.includes(b.clients.web.client_secret), 'no client secret');
+});
+
+t.test('a statement run for a request gets a Postgres span without its values', async (t) => {
+  const p = parent();
+  const res = await fetch(`${srv.url}/api/admin/users?limit=5`, { headers: { authorization: `Bearer ${b.admin_access_token}`, traceparent: p.header } });
+  t.equal(res.status, 200);
+  await waitFor(async () => traceOf(p.traceId).some((s) => attr(s, 'db.system.name') === 'postgresql'), 10_000, 50);
+  const pg = traceOf(p.traceId).filter((s) => attr(s, 'db.system.name') === 'postgresql');
+  t.ok(pg.some((s) => /^SELECT users/.test(s.name)), pg.map((s) => s.name).join(', '));
+  t.ok(pg.every((s) => !/'[^']*@/.test(String(attr(s, 'db.query.text')))), 'statement text only, with $n for values');
+});
+
+t.test('an admin change is one trace from the request through the outbox and the queue to the webhook receiver', async (t) => {
+  const rx = await startReceiver();
+  t.teardown(() => rx.close());
+  const worker = await startWebhookWorker(srv.config, createLogger('silent'), { relay: { pollMs: 50 } });
+  t.teardown(() => worker.close());
+  const admin = { authorization: `Bearer ${b.admin_access_token}`, 'content-type': 'application/json' };
+  const hook = await fetch(`${srv.url}/api/admin/webhooks`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'traced', url: `${rx.url}/hook`, events: ['user.created'] }) });
+  t.equal(hook.status, 201, await hook.clone().text());
+  const p = parent();
+  const email = uniqueEmail('traced-hook');
+  const created = await fetch(`${srv.url}/api/admin/users`, { method: 'POST', headers: { ...admin, traceparent: p.header }, body: JSON.stringify({ email, name: 'T' }) });
+  t.equal(created.status, 201);
+  await waitFor(async () => rx.received.some((r) => r.body.includes('user.created') && String(r.headers.traceparent ?? '').includes(p.traceId)), 15_000, 50);
+  const got = rx.received.find((r) => String(r.headers.traceparent ?? '').includes(p.traceId))!;
+  const [, traceId, spanId] = String(got.headers.traceparent).split('-');
+  t.equal(traceId, p.traceId, 'the receiver gets the trace id of the admin request');
+  await waitFor(async () => traceOf(p.traceId).some((s) => s.spanId === spanId), 10_000, 50);
+  const trace = traceOf(p.traceId);
+  const server = trace.find((s) => s.kind === 2 && s.name === 'POST /api/admin/users')!;
+  t.ok(server, 'the admin request\'s server span');
+  const deliver = trace.find((s) => s.spanId === spanId)!;
+  t.equal(deliver.name, 'webhook deliver', 'the receiver\'s traceparent names the delivery span');
+  t.ok(descends(trace, deliver, server.spanId), 'the delivery span is under the admin request\'s span');
+  t.equal(attr(deliver, 'http.response.status_code'), 200);
+  t.notOk(bodies.join('\n').includes(email), 'no address in any exported span');
+});
