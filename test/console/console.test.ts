@@ -149,6 +149,29 @@ if (!browser) {
     await page.context().close();
   });
 
+  t.test('an operator of the platform tenant sees every tenant and switches between them', async (t) => {
+    const platform = await setupTenant(srv, 'console-platform', true);
+    const email = await administrator(platform.tenant_id, ['admin:tenants:read', 'admin:clients:read']);
+    const { page, problems } = await watchedPage();
+    await signIn(page, platform.tenant_id, email);
+    await page.getByRole('link', { name: 'Tenants' }).click();
+    const tenants = page.getByRole('table', { name: 'Tenants' });
+    await tenants.getByRole('cell', { name: tenant.tenant_id, exact: true }).first().waitFor();
+    t.pass('the tenants list names another tenant');
+    await checkScreen(t, page, 'tenants');
+
+    // The switcher sends X-Tenant-Id: the clients screen now lists the other tenant's clients.
+    await page.getByRole('textbox', { name: 'Tenant' }).click();
+    await page.getByRole('textbox', { name: 'Tenant' }).fill(tenant.tenant_id);
+    await page.getByRole('option', { name: tenant.tenant_id }).first().click();
+    await page.getByRole('link', { name: 'Clients' }).click();
+    await page.getByRole('table', { name: 'Clients' }).getByRole('link', { name: tenant.clients.console.client_id }).waitFor();
+    t.equal(await page.getByRole('link', { name: 'New client' }).count(), 0, 'no create button without admin:clients:write');
+    await checkScreen(t, page, 'clients-other-tenant');
+    t.same(problems, [], 'no console error, no CSP violation');
+    await page.context().close();
+  });
+
   t.test('a tenant administrator signs in, creates a client (secret shown once), meets a validation error, and signs out', async (t) => {
     const other = await setupTenant(srv, 'console-other');
     const email = await administrator(tenant.tenant_id, ['admin:clients:read', 'admin:clients:write']);

@@ -13,7 +13,7 @@ export function TenantList() {
           <Table.Tr key={t.id}>
             <Table.Td>{t.id}</Table.Td>
             <Table.Td>{t.display_name ?? t.name}</Table.Td>
-            <Table.Td><Badge color={t.status === 'active' ? 'green' : 'gray'}>{t.status}</Badge></Table.Td>
+            <Table.Td><Badge color={t.status === 'active' ? 'teal.9' : 'gray.7'}>{t.status}</Badge></Table.Td>
             <Table.Td>{new Date(t.created_at).toLocaleString()}</Table.Td>
           </Table.Tr>
         )}
