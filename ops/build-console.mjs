@@ -16,7 +16,12 @@ const out = path.join(root, 'dist/console');
 /** Compressed JavaScript the first load of /console may fetch (the 250 KB, counted in 1000s). */
 export const BUDGET_BYTES = 250_000;
 
-execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(src, 'tsconfig.json')], { stdio: 'inherit' });
+try {
+  execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(src, 'tsconfig.json')], { stdio: 'inherit' });
+} catch {
+  console.error('console: type errors in src/console/ (above)');
+  process.exit(1);
+}
 
 await build({
   configFile: false,

@@ -37,7 +37,10 @@ export interface BootstrapResult {
  */
 export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TENANT_ID, opts: { platform?: boolean; onClientChanged?: (clientId: string) => Promise<void> } = {}): Promise<BootstrapResult> {
   const secretKey = deriveKey(config.keyEncryptionKey, 'client-secrets');
-  await sql`insert into tenants (id, name) values (${tenantId}, ${tenantId === DEFAULT_TENANT_ID ? 'Default tenant' : tenantId}) on conflict (id) do nothing`;
+  const platform = opts.platform ?? tenantId === DEFAULT_TENANT_ID;
+  // A platform tenant stays one; bootstrap never demotes (its people administer every tenant).
+  await sql`insert into tenants (id, name, platform) values (${tenantId}, ${tenantId === DEFAULT_TENANT_ID ? 'Default tenant' : tenantId}, ${platform})
+    on conflict (id) do update set platform = tenants.platform or excluded.platform`;
   await ensureKeys(sql, config.keyEncryptionKey, config.tokenSigningAlg);
 
   const ensure = async (clientId: string, input: Omit<ClientInput, 'tenantId' | 'clientId'>): Promise<string> => {
@@ -54,7 +57,6 @@ export async function bootstrap(config: Config, sql: Sql, tenantId = DEFAULT_TEN
   };
   const ids = { app: `${tenantId}-console`, console: `${tenantId}-admin-console`, admin: `${tenantId}-admin`, web: `${tenantId}-web`, exchanger: `${tenantId}-exchanger`, rs: `${tenantId}-resource-server` };
   const redirect = `${config.issuer}/demo/callback`;
-  const platform = opts.platform ?? tenantId === DEFAULT_TENANT_ID;
   const adminSecret = await ensure(ids.admin, {
     name: 'Platform administrator', grantTypes: [GRANT.clientCredentials], scopes: [ADMIN_SCOPE], allowedAudiences: [adminAudience(config.issuer)],
     permissions: ['admin:*'], tenantScopes: [platform ? { scope_mode: 'all', tenant_id: null } : { scope_mode: 'allow', tenant_id: tenantId }], accessTokenTtl: 3600,

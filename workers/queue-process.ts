@@ -1,6 +1,7 @@
 import { loadConfig, type Config } from '../src/config.js';
 import type { WorkerRole } from '../src/jobs/declare.js';
 import { createLogger, type Logger } from '../src/log.js';
+import { startTracing } from '../src/tracing/start.js';
 
 /** How each role's process starts: its consumers (from src/jobs/table.ts) and whatever else it runs (the webhook relay). */
 const STARTERS: Record<WorkerRole, (config: Config, log: Logger) => Promise<{ close(): Promise<void> }>> = {
@@ -13,6 +14,8 @@ const STARTERS: Record<WorkerRole, (config: Config, log: Logger) => Promise<{ cl
 /** A queue worker process of one role, started and restarted by the supervisor. */
 export async function runQueueWorker(role: WorkerRole, config: Config, log: Logger): Promise<void> {
   log.debug({ role, queueRedis: config.queueRedisUrl.replace(/\/\/[^@]*@/, '//***@') }, 'queue worker started');
+  // Traced like the HTTP processes when an OTLP endpoint is set; jobs continue their producer's trace (src/jobs/).
+  const tracing = config.tracing ? startTracing(config.tracing, role) : null;
   const running = await STARTERS[role](config, log);
   process.send?.({ type: 'svc:ready' });
   // Keep the process alive until told to stop.
@@ -23,6 +26,7 @@ export async function runQueueWorker(role: WorkerRole, config: Config, log: Logg
     stopping = true;
     clearInterval(keepAlive);
     await running.close().catch(() => {});
+    await tracing?.close();
     process.exit(0);
   };
   process.on('message', (m: { type?: string }) => { if (m?.type === 'svc:shutdown') void stop(); });

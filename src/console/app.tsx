@@ -1,25 +1,77 @@
-import { AppShell, Group, Title } from '@mantine/core';
-import { BrowserRouter, Route, Routes } from 'react-router';
+import { AppShell, Button, Group, NavLink, Select, Text, Title } from '@mantine/core';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { BrowserRouter, Link, Navigate, Route, Routes, useLocation } from 'react-router';
+import type { AdminTenantList } from '../generated/types.ts';
+import { api, selectTenant, viewedTenant } from './api.ts';
+import { can, signOut } from './auth.ts';
+import { Callback, SignedOut, SignIn } from './screens/sign-in.tsx';
+import { ClientCreate, ClientDetail, ClientList } from './screens/clients.tsx';
 import { Home } from './screens/home.tsx';
 import { NotFoundScreen } from './screens/not-found.tsx';
+import { TenantList } from './screens/tenants.tsx';
+import { useSession } from './session.ts';
 
-/** The console's shell: header, and the screens by client-side route under /console. */
+/** The console's shell: header, navigation, and the screens by client-side route under /console. */
 export function App() {
   return (
     <BrowserRouter basename="/console">
-      <AppShell header={{ height: 56 }} padding="md">
-        <AppShell.Header>
-          <Group h="100%" px="md" justify="space-between">
-            <Title order={1} size="h3">svc console</Title>
-          </Group>
-        </AppShell.Header>
-        <AppShell.Main>
-          <Routes>
-            <Route path="/" element={<Home />} />
-            <Route path="*" element={<NotFoundScreen />} />
-          </Routes>
-        </AppShell.Main>
-      </AppShell>
+      <Routes>
+        <Route path="/callback" element={<Callback />} />
+        <Route path="/signed-out" element={<SignedOut />} />
+        <Route path="*" element={<Signed />} />
+      </Routes>
     </BrowserRouter>
+  );
+}
+
+/** Every other screen needs a signed-in person: without one, the sign-in screen. */
+function Signed() {
+  const session = useSession();
+  const location = useLocation();
+  if (!session) return <SignIn returnTo={location.pathname + location.search} />;
+  return (
+    <AppShell header={{ height: 60 }} navbar={{ width: 200, breakpoint: 'sm' }} padding="md">
+      <AppShell.Header>
+        <Group h="100%" px="md" justify="space-between">
+          <Title order={1} size="h3">svc console</Title>
+          <Group>
+            {session.platform ? <TenantSwitcher /> : <Text size="sm">Tenant <strong>{session.tenant}</strong></Text>}
+            <Text size="sm" data-testid="signed-in-as">{session.email}</Text>
+            <Button variant="default" size="xs" onClick={() => { void signOut(); }}>Sign out</Button>
+          </Group>
+        </Group>
+      </AppShell.Header>
+      <AppShell.Navbar p="xs" aria-label="Sections">
+        <NavLink component={Link} to="/" label="Start" />
+        {session.platform && can(session, 'admin:tenants:read') && <NavLink component={Link} to="/tenants" label="Tenants" />}
+        {can(session, 'admin:clients:read') && <NavLink component={Link} to="/clients" label="Clients" />}
+      </AppShell.Navbar>
+      <AppShell.Main>
+        <Routes>
+          <Route path="/" element={<Home />} />
+          <Route path="/tenants" element={session.platform ? <TenantList /> : <Navigate to="/" replace />} />
+          <Route path="/clients" element={<ClientList />} />
+          <Route path="/clients/new" element={<ClientCreate />} />
+          <Route path="/clients/:id" element={<ClientDetail />} />
+          <Route path="*" element={<NotFoundScreen />} />
+        </Routes>
+      </AppShell.Main>
+    </AppShell>
+  );
+}
+
+/** Platform administrators choose the tenant every screen acts on (X-Tenant-Id). */
+function TenantSwitcher() {
+  const queries = useQueryClient();
+  const [tenant, setTenant] = useState(viewedTenant());
+  const list = useQuery({ queryKey: ['tenants', 'switcher'], queryFn: () => api<AdminTenantList>('GET', '/tenants?limit=100') });
+  const options = (list.data?.items ?? []).map((t) => ({ value: t.id, label: t.name ? `${t.name} (${t.id})` : t.id }));
+  if (tenant && !options.some((o) => o.value === tenant)) options.unshift({ value: tenant, label: tenant });
+  return (
+    <Select
+      aria-label="Tenant" size="xs" searchable data={options} value={tenant}
+      onChange={(v) => { selectTenant(v); setTenant(v); void queries.invalidateQueries(); }}
+    />
   );
 }

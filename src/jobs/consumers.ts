@@ -1,5 +1,7 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../config.js';
+import { jobTelemetry } from '../tracing/jobs.js';
+import { tracingOn } from '../tracing/tracer.js';
 import { validators } from '../generated/index.js';
 import type { Logger } from '../log.js';
 import { createRedis } from '../store/redis.js';
@@ -37,6 +39,8 @@ export async function startConsumers<R extends WorkerRole>(role: R, ctx: RoleCon
       return r.run(data, ctx, job, token);
     }, {
       connection, prefix: queuePrefix(config),
+      // With tracing on, each job runs in a span continuing the trace of the request that added it.
+      ...(tracingOn ? { telemetry: jobTelemetry() } : {}),
       concurrency: typeof decl.concurrency === 'function' ? decl.concurrency(config) : decl.concurrency,
       ...(decl.lockDuration !== undefined ? { lockDuration: ms(decl.lockDuration, config) } : {}),
       ...(decl.stalledInterval !== undefined ? { stalledInterval: ms(decl.stalledInterval, config) } : {}),

@@ -4,6 +4,8 @@ import type { Config } from '../config.js';
 import { validators } from '../generated/index.js';
 import { closeRedis, createRedis, whenReady } from '../store/redis.js';
 import { queuePrefix } from '../store/redis-keys.js';
+import { jobTelemetry } from '../tracing/jobs.js';
+import { tracingOn } from '../tracing/tracer.js';
 import { JOBS, type JobData, type JobName, type QueueName } from './table.js';
 
 /** Per-job options a producer may add to the declared ones; `name` overrides the declared job name (shown in BullMQ tools). */
@@ -46,7 +48,7 @@ export class JobQueues {
     if (!q) {
       await whenReady(this.connection);
       if ((q = this.queues.get(name))) return q;
-      q = new Queue(name, { connection: this.connection, prefix: queuePrefix(this.config) });
+      q = new Queue(name, { connection: this.connection, prefix: queuePrefix(this.config), ...(tracingOn ? { telemetry: jobTelemetry() } : {}) });
       q.on('error', () => {});
       this.queues.set(name, q);
     }

@@ -6,6 +6,8 @@ export type TenantStatus = 'active' | 'suspended' | 'deleting' | 'deleted';
 export interface Tenant {
   id: string; name: string; display_name: string | null; status: TenantStatus; settings: Record<string, unknown>;
   created_at: number; updated_at: number; suspended_at: number | null; deleted_at: number | null;
+  /** Its people administer every tenant (ops/migrations/0205_platform_tenant.sql). */
+  platform: boolean;
 }
 
 /** Statuses in which nothing of the tenant is served: its tokens are inactive, logins and admin calls refused. */

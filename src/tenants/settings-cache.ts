@@ -7,9 +7,9 @@ import { REFUSED_STATUSES, TenantRepository, type TenantStatus } from '../store/
 import type { AdminTenantSettings } from '../generated/types.js';
 
 /** What the hot paths read of a tenant: its settings, login page name and status. */
-export interface TenantProfile { settings: AdminTenantSettings; displayName: string | null; status: TenantStatus | null }
+export interface TenantProfile { settings: AdminTenantSettings; displayName: string | null; status: TenantStatus | null; platform: boolean }
 
-const EMPTY: TenantProfile = { settings: {}, displayName: null, status: null };
+const EMPTY: TenantProfile = { settings: {}, displayName: null, status: null, platform: false };
 
 /**
  * Tenant settings cached in each process, so /token and /introspect cost no Postgres query for them.
@@ -22,7 +22,7 @@ export class TenantSettingsCache extends NotifiedCache<TenantProfile> {
       name: 'tenant settings', ttlMs: 30_000, channel, pub, log,
       load: async (tenantId) => {
         const t = await new TenantRepository(sql, tenantId).get();
-        return t ? { settings: t.settings as AdminTenantSettings, displayName: t.display_name, status: t.status } : EMPTY;
+        return t ? { settings: t.settings as AdminTenantSettings, displayName: t.display_name, status: t.status, platform: t.platform === true } : EMPTY;
       },
     });
   }

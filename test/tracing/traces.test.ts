@@ -105,6 +105,12 @@ t.test('a login step is traced without the address or the code', async (t) => {
   await waitFor(async () => traceOf(p.traceId).some((s) => s.kind === 2) && traceOf(v.traceId).some((s) => s.kind === 2), 10_000, 50);
   t.equal(traceOf(p.traceId).find((s) => s.kind === 2)!.name, 'POST /email-code/generate');
   t.ok(traceOf(p.traceId).some((s) => s.name.startsWith('redis ')), 'the code is kept in Redis, under the request');
+  // The email job was added by the request and run by the email worker: the worker's span is in the same trace.
+  await waitFor(async () => traceOf(p.traceId).some((s) => s.kind === 5 /* CONSUMER */), 10_000, 50);
+  const generate = traceOf(p.traceId).find((s) => s.kind === 2)!;
+  const consumer = traceOf(p.traceId).find((s) => s.kind === 5)!;
+  t.match(consumer.name, /email/, `the email job's span (${consumer.name})`);
+  t.ok(descends(traceOf(p.traceId), consumer, generate.spanId), 'under the request that added the job');
   const all = bodies.join('\n');
   t.notOk(all.includes(email), 'no address in any exported span');
   t.notOk(all.includes(code), 'no code in any exported span');
