@@ -203,6 +203,8 @@ function testFiles(dir = 'dist/test') {
 async function test() {
   ensureInstalled(); build();
   if (!fs.existsSync('/usr/bin/chromium')) { try { aptInstall(['chromium']); } catch (err) { say(`browser login test will be skipped: ${err.message}`); } }
+  // promtool checks and unit-tests the alert rules; test/ops/prometheus-rules.test.ts starts a private Prometheus.
+  if (!have('promtool') || !have('prometheus')) { try { aptInstall(['prometheus']); } catch (err) { say(`the alert rule tests will fail: ${err.message}`); } }
   const storage = await resolveStorage('svc_test');
   if (!process.env.DATABASE_URL) await ensureDatabase(storage.DATABASE_URL);
   const redis = await testRedis(storage);
