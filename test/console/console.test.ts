@@ -5,6 +5,7 @@ import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { bootstrap } from '../../src/bootstrap.js';
 import { CHROMIUM, launchChromium } from '../helpers/browser.js';
+import { uniqueName } from '../helpers/env.js';
 import { j } from '../helpers/http.js';
 import { adminToken, setupTenant } from '../helpers/tokens.js';
 import { codeFor, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
@@ -17,7 +18,9 @@ t.teardown(() => env.close());
 const { srv, sink } = env;
 const base = srv.url;
 const tenant = env.tenant;
-const SHOTS = 'docs/console';
+// Screenshots for README.md go to docs/console/ only when asked (CONSOLE_SCREENSHOTS=1): written on every
+// run they would leave the tree changed after each test run; otherwise to .data/screenshots/ (not tracked).
+const SHOTS = process.env.CONSOLE_SCREENSHOTS === '1' ? 'docs/console' : '.data/screenshots/console';
 // One browser for every browser subtest, launched before any subtest starts.
 const browser: Browser | null = fs.existsSync(CHROMIUM) ? await launchChromium() : null;
 t.teardown(() => browser?.close());
@@ -93,7 +96,7 @@ if (!browser) {
   /** A page in a fresh context that records console errors, failed requests and CSP violations. */
   async function watchedPage(): Promise<{ page: Page; problems: string[] }> {
     // axe needs a page of its own context (it opens a blank page beside it to finish its run).
-    const page = await (await chromium.newContext({ viewport: { width: 1200, height: 760 } })).newPage();
+    const page = await (await chromium.newContext({ viewport: { width: 1200, height: 760 }, reducedMotion: 'reduce' })).newPage();
     const problems: string[] = [];
     page.on('console', (m) => {
       // Chromium logs every 4xx a fetch gets; the admin API's answers are checked on screen instead.
@@ -133,7 +136,7 @@ if (!browser) {
     const call = async (path: string, body: unknown) => j(await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }));
     const email = uniqueEmail('operator');
     const user = await call('/api/admin/users', { email });
-    const role = await call('/api/admin/roles', { name: `console ${permissions.join(' ')}`, permissions });
+    const role = await call('/api/admin/roles', { name: uniqueName('console-role'), permissions });
     await call(`/api/admin/users/${user.id}/roles`, { role_id: role.id });
     return email;
   }
@@ -174,7 +177,9 @@ if (!browser) {
 
   t.test('a tenant administrator signs in, creates a client (secret shown once), meets a validation error, and signs out', async (t) => {
     const other = await setupTenant(srv, 'console-other');
-    const email = await administrator(tenant.tenant_id, ['admin:clients:read', 'admin:clients:write']);
+    const email = await administrator(tenant.tenant_id, ['admin:clients:read', 'admin:clients:write', 'admin:users:read', 'admin:users:write', 'admin:audit-log:read']);
+    const someone = uniqueEmail('someone');
+    await fetch(`${base}/api/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${await adminToken(srv, { tenantId: tenant.tenant_id, permissions: ['admin:*'] })}`, 'content-type': 'application/json' }, body: JSON.stringify({ email: someone }) });
     const { page, problems } = await watchedPage();
     await signIn(page, tenant.tenant_id, email);
     t.ok(await page.getByText(`Tenant ${tenant.tenant_id}`, { exact: true }).isVisible(), 'the header names the tenant');
@@ -203,6 +208,32 @@ if (!browser) {
     await page.getByRole('table', { name: 'Client details' }).getByText('Made in the console').waitFor();
     t.notOk((await page.content()).includes(secret), 'and never again');
     await checkScreen(t, page, 'client-detail');
+
+    // Users: found by email, locked after a confirmation, unlocked.
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByLabel('Email starts with').fill(someone.slice(0, 12));
+    await page.getByRole('button', { name: 'Search' }).click();
+    const users = page.getByRole('table', { name: 'Users' });
+    await users.getByRole('cell', { name: someone, exact: true }).waitFor();
+    t.equal(await users.getByRole('row').count(), 2, 'the search finds that one user');
+    await checkScreen(t, page, 'users');
+    await page.getByRole('button', { name: `Lock ${someone}` }).click();
+    await page.getByRole('dialog', { name: 'Lock this user?' }).waitFor();
+    await checkScreen(t, page, 'user-lock-confirm');
+    await page.getByRole('button', { name: 'Lock user' }).click();
+    await users.getByText('locked', { exact: true }).waitFor();
+    await page.getByRole('button', { name: `Unlock ${someone}` }).click();
+    await users.getByText('active', { exact: true }).waitFor();
+    t.pass('locked and unlocked');
+
+    // The audit log, filtered by action, shows the client this person created.
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByLabel('Action').fill('client.create');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const audit = page.getByRole('table', { name: 'Audit log' });
+    await audit.getByRole('cell', { name: email, exact: true }).first().waitFor();
+    t.equal(await audit.getByRole('cell', { name: 'user.lock' }).count(), 0, 'only the filtered action');
+    await checkScreen(t, page, 'audit-log');
 
     // Platform screens are not there for a tenant administrator, even by address. Loading a page afresh
     // forgets the tokens (memory only); svc's own session signs the person in again without a code.
