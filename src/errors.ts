@@ -168,7 +168,9 @@ export class TooManyRows extends AppError {
 }
 /** Load shedding: the same answer as ServiceUnavailable, counted in svc_http_shed_total instead of logged one by one. */
 export class Overloaded extends ServiceUnavailable {
-  constructor(description = 'The server is at capacity; retry shortly.') { super(description, 1); }
+  /** Why it was refused, for svc_admission_refusals_total{reason} (src/metrics.ts). */
+  readonly reason: 'inflight' | 'crypto_queue' | 'crypto_queue_full' | 'draining';
+  constructor(description = 'The server is at capacity; retry shortly.', reason: Overloaded['reason'] = 'inflight') { super(description, 1); this.reason = reason; }
 }
 
 /** RFC 6749 section 5.2 errors of the OAuth endpoints, carried inside the spec's error body. */

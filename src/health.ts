@@ -32,7 +32,7 @@ export function healthRoutes(deps: Deps): Route[] {
     },
     {
       method: 'GET', path: '/metrics', iface: 'public',
-      doc: { summary: 'Prometheus metrics, aggregated across all HTTP processes', tags: ['operations'], security: 'none' },
+      doc: { summary: 'Prometheus metrics, aggregated across every cluster process (docs/operations.md "Metrics")', tags: ['operations'], security: 'none' },
       handler: async () => ({ type: registry.contentType, body: await clusterMetrics() }),
     },
   ];

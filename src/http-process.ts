@@ -17,6 +17,7 @@ import { createSql } from './sql.js';
 import { configureFieldSealing } from './sealed-fields.js';
 import { followLookupKeys } from './pii/lookup-keys/wiring.js';
 import { TrustedProxies } from './http/client-address.js';
+import { trackRevocationState } from './metrics.js';
 
 export interface RunningHttp {
   port: number;
@@ -46,6 +47,9 @@ export async function startHttp(config: Config, log: Logger = createLogger(confi
   let server: HttpServer;
   try {
     const tokens = await createTokenServices(config, sql, redis, log, lifecycle);
+    // svc_revocation_state_loaded: this process's check, as /readyz makes it, at scrape time.
+    const untrackRevocations = trackRevocationState(() => tokens.revocations.loaded());
+    lifecycle.add('revocation metric', { close: async () => untrackRevocations() });
     let replica: ReadReplica | undefined;
     if (config.databaseReadUrl) {
       const readSql = createSql({ databaseUrl: config.databaseReadUrl, databasePoolSize: config.databasePoolSize });

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from './log.js';
+import { cacheCounters } from './metrics.js';
 
 export interface NotifiedCacheOptions<V> {
   /** What the cache holds, for log lines ("client", "tenant settings"). */
@@ -20,6 +21,8 @@ export interface NotifiedCacheOptions<V> {
   log?: Logger;
   /** Concurrent misses of one key share one load (default). Off when the loader is the caller's (its own transaction). */
   shareLoads?: boolean;
+  /** The `cache` label of svc_cache_requests_total (default: `name` with spaces as underscores). */
+  metric?: string;
 }
 
 /**
@@ -33,17 +36,20 @@ export class NotifiedCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();
   private readonly loading = new Map<string, Promise<V>>();
   private readonly missTtlMs: number;
+  private readonly counted: ReturnType<typeof cacheCounters>;
 
   constructor(private readonly opts: NotifiedCacheOptions<V>) {
     if (!(opts.ttlMs > 0)) throw new RangeError(`${opts.name} cache: ttlMs must be positive`);
     if (opts.channel !== undefined && !opts.pub) throw new TypeError(`${opts.name} cache: a channel needs a pub connection`);
     this.missTtlMs = opts.missTtlMs ?? opts.ttlMs;
+    this.counted = cacheCounters(opts.metric ?? opts.name.replace(/\s+/g, '_'));
   }
 
   /** The cached value, or a promise of it loaded by `load` (or the cache's own loader). */
   get(key: string, load?: (key: string) => Promise<V>): V | Promise<V> {
     const e = this.entries.get(key);
-    if (e !== undefined && e.until > Date.now()) return e.value;
+    if (e !== undefined && e.until > Date.now()) { this.counted.hit.inc(); return e.value; }
+    this.counted.miss.inc();
     const share = this.opts.shareLoads !== false;
     let p = share ? this.loading.get(key) : undefined;
     if (p === undefined) {

@@ -2,6 +2,7 @@ import type PG from 'postgres';
 import postgres from 'postgres';
 import type { Config } from './config.js';
 import { traceSql } from './tracing/sql.js';
+import { timeSql } from './sql-metrics.js';
 import { tracingOn } from './tracing/tracer.js';
 
 // postgres.js's own array codec (not in its exports map, so loaded by path next to its entry point).
@@ -65,7 +66,8 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     connection: { application_name: 'svc' },
   });
   registerArrayTypes(sql.options as unknown as PgOptions);
-  return (tracingOn ? traceSql(sql) : sql) as unknown as Sql;
+  const timed = timeSql(sql);
+  return (tracingOn ? traceSql(timed) : timed) as unknown as Sql;
 }
 
 /**

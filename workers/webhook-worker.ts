@@ -21,6 +21,8 @@ import { openFields } from '../src/sealed-fields.js';
 import { configureFieldSealing } from '../src/sealed-fields.js';
 import { annotate, continueTrace } from '../src/tracing/tracer.js';
 import { startTracing } from '../src/tracing/start.js';
+import { countWebhookDelivery, trackOutbox } from '../src/metrics.js';
+import { outboxBacklog } from '../src/cross-tenant/webhook-deliveries.js';
 
 export interface RunningWebhookWorker {
   close(): Promise<void>;
@@ -42,9 +44,12 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   const store = new Store(sql, PiiVault.fromConfig(config, sql));
   const consumers = await startConsumers('webhook-worker', { store, config, log, jobs }, { config, log, jobs, schedules: opts.schedules });
   await relay.start();
+  // The outbox's backlog, read at scrape time by the process that relays it (svc_outbox_pending, svc_outbox_lag_seconds).
+  const untrackOutbox = trackOutbox(() => outboxBacklog(sql));
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= (async () => {
+      untrackOutbox();
       await relay.close();
       // Lets in-flight attempts finish (each bounded by its webhook timeout) before closing.
       await consumers.close();
@@ -87,6 +92,7 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { stor
       return res;
     });
   const completedAt = Date.now();
+  countWebhookDelivery(r.ok, r.status);
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;
   const recorded = await store.transaction(tenantId, async (s, tx) => {
     // A tenant tombstoned while the request was out: nothing is recorded, no retry queued (its purge removes the rest).

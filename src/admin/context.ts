@@ -12,6 +12,7 @@ import { resolveTenant, type TenantMode } from './checks/resolve-tenant.js';
 import { checkTenantServing } from './checks/check-tenant-serving.js';
 import { enforcePolicies } from './policy-engine.js';
 import type { AdminContext } from './types.js';
+import { tenantClassOf } from '../metrics.js';
 
 export { adminAudience, ADMIN_SCOPE, hasPermission } from '../admin-access.js';
 export type { AdminContext } from './types.js';
@@ -38,6 +39,8 @@ async function authenticated(deps: Deps, req: HttpRequest, permission: string, t
   const { tenantRefused } = await checkNotRevoked(deps, p);
   const permissions = checkPermission(p, permission);
   const { tenantId, platform } = resolveTenant(p, req, tenant);
+  // The caller's home tenant classes the request (a platform administrator acting on a tenant is platform traffic).
+  req.tenantClass = tenantClassOf(String(p.tenant));
   await checkTenantExists(deps, tenantId, String(p.tenant));
   await checkTenantServing(deps, { home: String(p.tenant), tenantId, platform, homeRefused: tenantRefused });
   const isMachine = p.sub === p.client_id;

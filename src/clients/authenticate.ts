@@ -34,6 +34,7 @@ export interface ClientAuthContext {
   /** Where the assertion was sent (its aud may name the endpoint or the issuer). */
   endpoint: string;
 }
+import { tenantClassOf } from '../metrics.js';
 
 /** The context of one endpoint's client authentication (built once per route). */
 export function clientAuthContext(deps: Deps, endpoint: string): ClientAuthContext {
@@ -65,7 +66,7 @@ async function authenticate(ctx: ClientAuthContext, req: HttpRequest, form: Reco
   if (methods === 0) {
     // Public clients (token_endpoint_auth_method none) identify themselves with client_id only; PKCE protects their codes.
     const pub = typeof form.client_id === 'string' ? await ctx.clients.get(form.client_id) : null;
-    if (pub?.authMethod === 'none' && pub.status === 'active') return pub;
+    if (pub?.authMethod === 'none' && pub.status === 'active') return classify(req, pub);
     throw invalid('Client authentication is required.');
   }
   if (methods > 1) throw new OAuthError('invalid_request', 'Use exactly one client authentication method.');
@@ -73,14 +74,20 @@ async function authenticate(ctx: ClientAuthContext, req: HttpRequest, form: Reco
   if (auth?.startsWith('Basic ')) {
     const basic = basicOf(req, auth);
     if (!basic) throw invalid();
-    return checkSecret(ctx, req, basic.id, basic.secret, failures);
+    return classify(req, await checkSecret(ctx, req, basic.id, basic.secret, failures));
   }
   if (postSecret !== undefined) {
     if (typeof form.client_id !== 'string' || typeof postSecret !== 'string') throw invalid();
-    return checkSecret(ctx, req, form.client_id, postSecret, failures);
+    return classify(req, await checkSecret(ctx, req, form.client_id, postSecret, failures));
   }
   if (form.client_assertion_type !== JWT_BEARER_ASSERTION || typeof assertion !== 'string') throw invalid('Unsupported client assertion type.');
-  return checkAssertion(ctx, assertion, typeof form.client_id === 'string' ? form.client_id : undefined);
+  return classify(req, await checkAssertion(ctx, assertion, typeof form.client_id === 'string' ? form.client_id : undefined));
+}
+
+/** The request's tenant class for svc_http_requests_by_tenant_class_total, once its client is known. */
+function classify(req: HttpRequest, c: Client): Client {
+  req.tenantClass = tenantClassOf(c.tenantId);
+  return c;
 }
 
 /** The id and secret of an HTTP Basic header (RFC 6749 2.3.1: each form-urlencoded), or null when malformed. */

@@ -101,3 +101,13 @@ export class CrossTenantDeliveries {
 export async function outboxReadable(sql: Db): Promise<void> {
   await sql`select 1 from event_outbox limit 1`;
 }
+
+/**
+ * The outbox's backlog for metrics: rows not yet fanned out and when the oldest occurred (ms), over
+ * every tenant (the partial index event_outbox_undispatched holds exactly these rows).
+ */
+export async function outboxBacklog(sql: Db): Promise<{ pending: number; oldestAt: number | null }> {
+  const [r] = await sql<Array<{ pending: number; oldest: number | null }>>`
+    select count(*)::int as pending, min(occurred_at) as oldest from event_outbox where dispatched_at is null`;
+  return { pending: r?.pending ?? 0, oldestAt: r?.oldest ?? null };
+}

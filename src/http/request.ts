@@ -21,6 +21,8 @@ export class HttpRequest {
   queryData: unknown = undefined;
   /** The request's server span, only while tracing is on (src/tracing/http.ts). */
   span: Span | undefined = undefined;
+  /** The tenant class once the request's tenant is known (src/metrics.ts TENANT_CLASSES; 0 = unknown). */
+  tenantClass = 0;
   private _cookies: Record<string, string> | undefined;
   private _ip: string | undefined;
 

@@ -4,7 +4,7 @@ import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError, InvalidRequest, MethodNotAllowed, NotFound, Overloaded, PayloadTooLarge, toErrorReply, ValidationError, type Interface } from '../errors.js';
 import type { Logger } from '../log.js';
-import { httpDuration, httpRequests, inflightGauge, shedCounter } from '../metrics.js';
+import { countTenantClass, httpDuration, httpRequests, inflightGauge, refusals, shedCounter } from '../metrics.js';
 import { HttpRequest } from './request.js';
 import type { TrustedProxies } from './client-address.js';
 import type { Router } from './router.js';
@@ -151,7 +151,7 @@ export class HttpServer {
     const route = match.route;
     req.params = match.params;
     if (this.inflight >= this.opts.maxInflight || this.closing) {
-      this.sendError(res, req, new Overloaded(), route.iface, route, started, route.path);
+      this.sendError(res, req, this.closing ? new Overloaded('The server is shutting down; retry shortly.', 'draining') : new Overloaded(), route.iface, route, started, route.path);
       return;
     }
     this.inflight++;
@@ -220,7 +220,7 @@ export class HttpServer {
       if (reply.cookies) for (const c of reply.cookies) res.writeHeader('Set-Cookie', c);
       res.end(body);
     });
-    observe(route.path, req.method, status, started);
+    observe(route.path, req.method, status, started, req.tenantClass);
     if (req.span) endServerSpan(req.span, status);
   }
 
@@ -242,7 +242,7 @@ export class HttpServer {
     const out = toErrorReply(err, iface);
     if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, route: label }, 'unhandled error');
     // A log line per shed would cost most exactly when the server is saturated.
-    else if (err instanceof Overloaded) shedCounter.inc();
+    else if (err instanceof Overloaded) { shedCounter.inc(); refusals[err.reason].inc(); }
     else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, route: label, error_code: out.body.error, cause: (err as AppError).cause }, 'request failed');
     if (this.opts.debugErrors && req.headers['x-debug'] === 'true') {
       out.body.debug = {
@@ -251,7 +251,7 @@ export class HttpServer {
         timestamp: new Date().toISOString(),
       };
     }
-    observe(label, req.method, out.status, started);
+    observe(label, req.method, out.status, started, req.tenantClass);
     if (req.span) endServerSpan(req.span, out.status, err);
     if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, method: req.method, route: label, status: out.status, error_code: out.body.error }, 'request');
     if (req.aborted) return;
@@ -357,7 +357,7 @@ interface RouteMetrics { duration: ReturnType<typeof httpDuration.labels>; bySta
 /** Label-bound metric children per route and method: prom-client hashes a label object on every call otherwise. */
 const routeMetrics = new Map<string, RouteMetrics>();
 
-function observe(route: string, method: string, status: number, started: number): void {
+function observe(route: string, method: string, status: number, started: number, tenantClass: number): void {
   const key = method + route;
   let m = routeMetrics.get(key);
   if (!m) {
@@ -368,6 +368,9 @@ function observe(route: string, method: string, status: number, started: number)
   let counter = m.byStatus.get(status);
   if (!counter) { counter = httpRequests.labels(route, method, String(status)); m.byStatus.set(status, counter); }
   counter.inc();
+  countTenantClass(tenantClass, status);
+  // Every 429, thrown (RateLimited) or rendered by a page itself, is a rate-limit refusal.
+  if (status === 429) refusals.rate_limit.inc();
   m.duration.observe((performance.now() - started) / 1000);
 }
 

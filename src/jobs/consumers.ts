@@ -8,6 +8,8 @@ import { createRedis } from '../store/redis.js';
 import { queuePrefix } from '../store/redis-keys.js';
 import { ms, type JobRunner, type QueueDecl, type WorkerRole } from './declare.js';
 import type { JobQueues } from './queues.js';
+import { readQueue } from './queue-metrics.js';
+import { trackQueue } from '../metrics.js';
 import { JOBS, QUEUES, jobsOn, queuesOf, type JobName, type RoleContexts } from './table.js';
 
 export interface RunningConsumers { close(): Promise<void> }
@@ -52,10 +54,13 @@ export async function startConsumers<R extends WorkerRole>(role: R, ctx: RoleCon
     workers.push(w);
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
+  // This role's queues are reported by this process at scrape time (each queue by one process).
+  const untrack = queuesOf(role).map((q) => trackQueue(q, () => readQueue(deps.jobs, q)));
   if (deps.schedules !== false) await registerSchedules(role, deps.jobs, config);
   let closing: Promise<void> | undefined;
   return {
     close: () => (closing ??= (async () => {
+      for (const u of untrack) u();
       await Promise.allSettled(workers.map((w) => w.close()));
       await connection.quit().catch(() => connection.disconnect());
     })()),

@@ -11,6 +11,7 @@ import { readAhead, type ReadAhead } from '../tokens/read-ahead.js';
 import { revocationSubject } from '../tokens/revocation.js';
 import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-tokens.js';
 import { NO_STORE, type Form } from './params.js';
+import { cacheCounters } from '../metrics.js';
 
 const INACTIVE = '{"active":false}';
 const INTROSPECTION_JWT = 'application/token-introspection+jwt';
@@ -20,6 +21,8 @@ function wantsJwt(accept: string | undefined, rs: Client): boolean {
   return rs.introspectionSignedResponseAlg !== null || (accept !== undefined && accept.includes(INTROSPECTION_JWT));
 }
 const CACHE_TTL = 60;
+/** Hits and misses of the per-token answer cache in Redis (svc_cache_requests_total{cache="introspection"}). */
+const introspectionCache = cacheCounters('introspection');
 // Clock tolerance is for tokens minted elsewhere; ours expire exactly at exp, cached answers included.
 const unexpired = (claims: JwtPayload) => Number(claims.exp) * 1000 > Date.now();
 
@@ -49,10 +52,12 @@ export function introspectRoutes(deps: Deps): Route[] {
     // A suspended tenant's tokens are inactive while it is suspended (read in the same command).
     const revoked = revokedMark || tenantRefused;
     if (cached !== null) {
+      introspectionCache.hit.inc();
       // The cache entry never outlives exp; a revoked token or a disabled client is inactive at once.
       if (revoked || !(await activeIssuer(claims))) return INACTIVE;
       return cached;
     }
+    introspectionCache.miss.inc();
     let payload: JwtPayload;
     try { payload = await tokens.accessTokens.verifyAsync(token); } catch (err) { if (err instanceof JwtError) return INACTIVE; throw err; }
     if (revoked) return INACTIVE;
@@ -95,7 +100,7 @@ export function introspectRoutes(deps: Deps): Route[] {
    */
   async function signedReply(rs: Client, answer: string) {
     const signer = tokens.signer;
-    if (!signer.admit()) throw new Overloaded();
+    if (!signer.admit()) throw new Overloaded(undefined, 'crypto_queue');
     try {
       const jwt = await signer.sign({ typ: 'token-introspection+jwt' }, {
         iss: deps.config.issuer, aud: rs.clientId, iat: Math.floor(Date.now() / 1000), token_introspection: JSON.parse(answer) as Record<string, unknown>,

@@ -40,7 +40,7 @@ export function tokenRoutes(deps: Deps): Route[] {
       deps.tokens.keys.assertCanSign();
       // Before client authentication and any other work: a refusal under load should cost nothing.
       const admitted = grant?.shedWhenBusy === true;
-      if (admitted && !signer.admit()) throw new Overloaded();
+      if (admitted && !signer.admit()) throw new Overloaded(undefined, 'crypto_queue');
       try {
         const auth = pick(body, CLIENT_AUTH_PARAMS);
         const claimed = grant?.readAhead ? claimedClientId(req, auth) : undefined;

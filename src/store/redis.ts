@@ -3,6 +3,7 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import type { Config } from '../config.js';
 import { parseRedisTarget } from './redis-url.js';
 import { traceRedis } from '../tracing/redis.js';
+import { timeRedis } from './redis-metrics.js';
 import { tracingOn } from '../tracing/tracer.js';
 
 /**
@@ -99,10 +100,12 @@ export function createRedis(config: RedisConfig, role: RedisRole = 'cache', opts
     cluster.on('error', () => {});
     cluster.on('node error', () => {});
     // Same command interface; see the note on RedisRole.
-    return tracingOn ? traceRedis(cluster as unknown as Redis, role) : cluster as unknown as Redis;
+    const timed = timeRedis(cluster as unknown as Redis, role);
+    return tracingOn ? traceRedis(timed, role) : timed;
   }
   const redis = new Redis(url, options);
   redis.on('error', () => {});
+  timeRedis(redis, role);
   return tracingOn ? traceRedis(redis, role) : redis;
 }
 

@@ -3,6 +3,7 @@ import { calculateJwkThumbprint, exportJWK } from 'jose';
 import { ServiceUnavailable } from '../errors.js';
 import type { Sql } from '../sql.js';
 import { decrypt, deriveKey, encrypt } from './secrets.js';
+import { setSigningKeyCreated } from '../metrics.js';
 
 export type SigningAlg = 'RS256' | 'ES256' | 'PS256';
 
@@ -20,7 +21,7 @@ export interface SigningKey extends VerifyKey {
 
 interface KeyRow {
   kid: string; alg: SigningAlg; public_jwk: JsonWebKey; private_key_enc: Buffer; status: 'next' | 'active' | 'retired';
-  verify_until: number | null;
+  verify_until: number | null; created_at: number;
 }
 
 /**
@@ -103,7 +104,7 @@ export class KeyRing {
    * A failed query leaves everything as it was (the next reload retries). Throws in both cases.
    */
   async load(): Promise<void> {
-    const rows = await this.sql<KeyRow[]>`select kid, alg, public_jwk, private_key_enc, status, verify_until from signing_keys
+    const rows = await this.sql<KeyRow[]>`select kid, alg, public_jwk, private_key_enc, status, verify_until, created_at from signing_keys
                                            where status in ('active', 'next') or verify_until > ${Date.now()} order by created_at`;
     const byKid = new Map<string, VerifyKey>();
     let active: SigningKey | undefined;
@@ -122,6 +123,7 @@ export class KeyRing {
           continue;
         }
         active = { kid: r.kid, alg: r.alg, publicKey, pkcs8, privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }) };
+        setSigningKeyCreated(r.alg, Number(r.created_at));
       }
     }
     if (!active && !failure) failure = new Error(`no active ${this.alg} signing key; run svc migrate and start the service once`);

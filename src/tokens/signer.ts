@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { Overloaded, ServiceUnavailable } from '../errors.js';
-import { trackPoolQueue } from '../metrics.js';
+import { cryptoWaitSign, cryptoWaitVerify, trackPoolQueue } from '../metrics.js';
 import { PoolTrace } from '../tracing/pool.js';
 import { tracingOn } from '../tracing/tracer.js';
 import { admitSigning } from './admission.js';
@@ -12,7 +12,7 @@ import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
 const TASK_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/crypto.js');
 const MAX_BATCH = 32;
 
-interface Pending<K, O> { key: K; input: string; extra: Uint8Array | undefined; resolve: (out: O) => void; reject: (err: unknown) => void; trace?: PoolTrace | undefined }
+interface Pending<K, O> { key: K; input: string; extra: Uint8Array | undefined; resolve: (out: O) => void; reject: (err: unknown) => void; trace?: PoolTrace | undefined; queuedAt: number }
 
 export interface SignerOptions {
   /** Piscina threads per process; 0 signs inline. */
@@ -47,8 +47,13 @@ class BatchQueue<K extends VerifyKey, O> {
   /** Moving average of thread time per operation (ms), wall clock, so CPU contention shows in it. */
   private perOpMs = 0;
 
+  /** svc_crypto_queue_wait_seconds{op} of this queue's operation. */
+  private readonly wait: { observe(v: number): void };
+
   constructor(private readonly pool: Piscina, private readonly task: string, private readonly opts: SignerOptions,
-    private readonly build: (key: K, batch: Array<Pending<K, O>>, withKey: boolean) => unknown) {}
+    private readonly build: (key: K, batch: Array<Pending<K, O>>, withKey: boolean) => unknown) {
+    this.wait = task === 'signBatch' ? cryptoWaitSign : cryptoWaitVerify;
+  }
 
   get depth(): number { return this.queue.length + this.inFlight; }
 
@@ -69,9 +74,9 @@ class BatchQueue<K extends VerifyKey, O> {
 
   /** Queues an operation; only the hard bound refuses here, admission (admit) is the caller's call. */
   push(key: K, input: string, extra?: Uint8Array): Promise<O> {
-    if (this.depth >= this.opts.maxQueue) return Promise.reject(new Overloaded('The crypto pool is at capacity; retry shortly.'));
+    if (this.depth >= this.opts.maxQueue) return Promise.reject(new Overloaded('The crypto pool is at capacity; retry shortly.', 'crypto_queue_full'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ key, input, extra, resolve, reject, trace: tracingOn ? new PoolTrace(this.task) : undefined });
+      this.queue.push({ key, input, extra, resolve, reject, trace: tracingOn ? new PoolTrace(this.task) : undefined, queuedAt: performance.now() });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
     });
   }
@@ -96,6 +101,9 @@ class BatchQueue<K extends VerifyKey, O> {
   private send(key: K, batch: Array<Pending<K, O>>, withKey: boolean): void {
     const n = batch.length;
     if (tracingOn) for (const p of batch) p.trace?.sent(n);
+    // A batch leaves for a free thread at once (flush sends at most one per thread), so the wait ends
+    // here; a re-send with the key (below) is not a second wait.
+    if (!withKey) { const now = performance.now(); for (const p of batch) this.wait.observe((now - p.queuedAt) / 1000); }
     this.pool.run(this.build(key, batch, withKey), { name: this.task }).then(
       (res: { out: O[]; ms: number } | null) => {
         // The thread that took the batch has not seen this key yet: send it again with the key.

@@ -89,6 +89,20 @@ t.test('a real Prometheus scrapes svc and the availability burn-rate alert goes 
   const share = Number(slow.result[0]?.value[1]);
   t.ok(slow.result.length === 1 && share >= 0 && share <= 1, `share of /token requests slower than 250 ms: ${slow.result[0]?.value[1]}`);
 
+  // Every dashboard query is PromQL this Prometheus accepts (Grafana's $__rate_interval given a value).
+  const grafana = path.join(repoRoot, 'ops', 'grafana');
+  const boards = ['.', 'pending'].filter((d) => fs.existsSync(path.join(grafana, d))).flatMap((d) => fs.readdirSync(path.join(grafana, d)).filter((f) => f.endsWith('.json')).map((f) => path.join(d, f)));
+  for (const file of boards) {
+    const board = JSON.parse(fs.readFileSync(path.join(grafana, file), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+    for (const p of board.panels) {
+      for (const q of p.targets) {
+        const expr = q.expr.replaceAll('$__rate_interval', '1m');
+        const res = await fetch(`${prom.url}/api/v1/query?query=${encodeURIComponent(expr)}`);
+        t.equal(res.status, 200, `ops/grafana/${file}: "${p.title}" is valid PromQL: ${res.status === 200 ? '' : await res.text()}`);
+      }
+    }
+  }
+
   // Alerts unrelated to load stay quiet on a healthy test server (latency and refusals depend on the
   // machine under the burst, so they are left out).
   const loadBound = /^(SvcAvailabilityBurnRate|SvcLatencyBurnRate|SvcAdmissionRefusals)/;

@@ -9,6 +9,7 @@ import { initialKeyRow, loadKey, type KeyRow } from './key-material.js';
 import { rotationRow, type RotationRow } from './repository.js';
 import { keyUse, type ComponentAck } from './states.js';
 import { FLEET_KEY } from './fleet.js';
+import { setLookupRotation } from '../../metrics.js';
 
 export interface FollowerOptions {
   sql: Sql;
@@ -116,6 +117,7 @@ export class KeyringFollower implements LookupKeyring {
     const keep = new Set([...rows, current].map((r) => `${r.generation}:${r.fingerprint}`));
     for (const k of this.loaded.keys()) if (!keep.has(k)) this.loaded.delete(k);
     this.ack = { id: this.id, role: this.o.role, operationId: live?.operation_id ?? null, state: live?.state ?? null, finished: !live, fingerprints: held };
+    setLookupRotation(live?.state ?? null, live?.updated_at ?? null);
   }
 
   private async publish(): Promise<void> {
