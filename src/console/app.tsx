@@ -10,6 +10,8 @@ import { ClientCreate, ClientDetail, ClientList } from './screens/clients.tsx';
 import { Home } from './screens/home.tsx';
 import { NotFoundScreen } from './screens/not-found.tsx';
 import { TenantList } from './screens/tenants.tsx';
+import { UserList } from './screens/users.tsx';
+import { AuditLog } from './screens/audit.tsx';
 import { useSession } from './session.ts';
 
 /** The console's shell: header, navigation, and the screens by client-side route under /console. */
@@ -46,6 +48,8 @@ function Signed() {
         <NavLink component={Link} to="/" label="Start" />
         {session.platform && can(session, 'admin:tenants:read') && <NavLink component={Link} to="/tenants" label="Tenants" />}
         {can(session, 'admin:clients:read') && <NavLink component={Link} to="/clients" label="Clients" />}
+        {can(session, 'admin:users:read') && <NavLink component={Link} to="/users" label="Users" />}
+        {can(session, 'admin:audit-log:read') && <NavLink component={Link} to="/audit" label="Audit log" />}
       </AppShell.Navbar>
       <AppShell.Main>
         <Routes>
@@ -54,6 +58,8 @@ function Signed() {
           <Route path="/clients" element={<ClientList />} />
           <Route path="/clients/new" element={<ClientCreate />} />
           <Route path="/clients/:id" element={<ClientDetail />} />
+          <Route path="/users" element={<UserList />} />
+          <Route path="/audit" element={<AuditLog />} />
           <Route path="*" element={<NotFoundScreen />} />
         </Routes>
       </AppShell.Main>

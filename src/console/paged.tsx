@@ -6,6 +6,12 @@ import { api, viewedTenant } from './api.ts';
 export const PAGE_SIZE = 20;
 
 /**
+ * Every confirmation dialog: a named close button, and no scroll lock, whose injected <style> element
+ * (react-remove-scroll) carries no nonce and would be refused by the console's CSP.
+ */
+export const MODAL = { lockScroll: false, closeButtonProps: { 'aria-label': 'Close' } } as const;
+
+/**
  * A list page by page as the admin API gives it: opaque cursors, so "next" follows the server's
  * cursor and "previous" goes back through the cursors already seen.
  */

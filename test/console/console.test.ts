@@ -1,10 +1,14 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import zlib from 'node:zlib';
 import { AxeBuilder } from '@axe-core/playwright';
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { bootstrap } from '../../src/bootstrap.js';
 import { CHROMIUM, launchChromium } from '../helpers/browser.js';
+import { uniqueName } from '../helpers/env.js';
 import { j } from '../helpers/http.js';
 import { adminToken, setupTenant } from '../helpers/tokens.js';
 import { codeFor, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
@@ -17,7 +21,9 @@ t.teardown(() => env.close());
 const { srv, sink } = env;
 const base = srv.url;
 const tenant = env.tenant;
-const SHOTS = 'docs/console';
+// Screenshots for README.md go to docs/console/ only when asked (CONSOLE_SCREENSHOTS=1): written on every
+// run they would leave the tree changed after each test run; otherwise to .data/screenshots/ (not tracked).
+const SHOTS = process.env.CONSOLE_SCREENSHOTS === '1' ? 'docs/console' : '.data/screenshots/console';
 // One browser for every browser subtest, launched before any subtest starts.
 const browser: Browser | null = fs.existsSync(CHROMIUM) ? await launchChromium() : null;
 t.teardown(() => browser?.close());
@@ -71,6 +77,17 @@ t.test('assets are immutable, precompressed by Accept-Encoding, and a missing on
   t.ok(report.gzip_bytes > 0 && report.gzip_bytes <= report.budget_bytes, `first-load JavaScript ${report.gzip_bytes} bytes gzipped, within ${report.budget_bytes}`);
 });
 
+t.test('the build fails when the JavaScript of the first load is over budget', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-budget-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.cpSync('dist/console', dir, { recursive: true });
+  const run = (budget: string) => spawnSync(process.execPath, ['ops/console-budget.mjs', dir, budget], { encoding: 'utf8' });
+  const over = run('1000');
+  t.equal(over.status, 1, 'over budget: the build step fails');
+  t.match(over.stderr, /over the 1000-byte budget/);
+  t.equal(run('250000').status, 0, 'within budget: it passes');
+});
+
 t.test('bootstrap makes each tenant a public console client, again without change', async (t) => {
   const c = tenant.clients.console;
   t.equal(c.client_id, `${tenant.tenant_id}-console`);
@@ -93,7 +110,7 @@ if (!browser) {
   /** A page in a fresh context that records console errors, failed requests and CSP violations. */
   async function watchedPage(): Promise<{ page: Page; problems: string[] }> {
     // axe needs a page of its own context (it opens a blank page beside it to finish its run).
-    const page = await (await chromium.newContext({ viewport: { width: 1200, height: 760 } })).newPage();
+    const page = await (await chromium.newContext({ viewport: { width: 1200, height: 760 }, reducedMotion: 'reduce' })).newPage();
     const problems: string[] = [];
     page.on('console', (m) => {
       // Chromium logs every 4xx a fetch gets; the admin API's answers are checked on screen instead.
@@ -133,7 +150,7 @@ if (!browser) {
     const call = async (path: string, body: unknown) => j(await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }));
     const email = uniqueEmail('operator');
     const user = await call('/api/admin/users', { email });
-    const role = await call('/api/admin/roles', { name: `console ${permissions.join(' ')}`, permissions });
+    const role = await call('/api/admin/roles', { name: uniqueName('console-role'), permissions });
     await call(`/api/admin/users/${user.id}/roles`, { role_id: role.id });
     return email;
   }
@@ -152,8 +169,17 @@ if (!browser) {
   t.test('an operator of the platform tenant sees every tenant and switches between them', async (t) => {
     const platform = await setupTenant(srv, 'console-platform', true);
     const email = await administrator(platform.tenant_id, ['admin:tenants:read', 'admin:clients:read']);
+    // Access tokens of 4 s (below what the admin API lets a client ask for): renewal is due after 3 s.
+    await srv.deps.sql`update clients set access_token_ttl = 4 where tenant_id = ${platform.tenant_id} and client_id = ${platform.clients.console.client_id}`;
+    await srv.deps.tokens.clients.changed(platform.clients.console.client_id);
     const { page, problems } = await watchedPage();
     await signIn(page, platform.tenant_id, email);
+    const renewed = await page.waitForResponse((r) => r.url().endsWith('/token') && (r.request().postData() ?? '').includes('grant_type=refresh_token'), { timeout: 15_000 });
+    t.equal(renewed.status(), 200, 'the access token is renewed silently with the refresh token');
+    const body = await renewed.json() as { refresh_token?: string };
+    t.ok(body.refresh_token, 'and the refresh token rotated');
+    await page.waitForResponse((r) => r.url().endsWith('/token') && (r.request().postData() ?? '').includes('grant_type=refresh_token') && r.status() === 200, { timeout: 15_000 });
+    t.pass('renewed again with the rotated refresh token');
     await page.getByRole('link', { name: 'Tenants' }).click();
     const tenants = page.getByRole('table', { name: 'Tenants' });
     await tenants.getByRole('cell', { name: tenant.tenant_id, exact: true }).first().waitFor();
@@ -174,7 +200,9 @@ if (!browser) {
 
   t.test('a tenant administrator signs in, creates a client (secret shown once), meets a validation error, and signs out', async (t) => {
     const other = await setupTenant(srv, 'console-other');
-    const email = await administrator(tenant.tenant_id, ['admin:clients:read', 'admin:clients:write']);
+    const email = await administrator(tenant.tenant_id, ['admin:clients:read', 'admin:clients:write', 'admin:users:read', 'admin:users:write', 'admin:audit-log:read']);
+    const someone = uniqueEmail('someone');
+    await fetch(`${base}/api/admin/users`, { method: 'POST', headers: { authorization: `Bearer ${await adminToken(srv, { tenantId: tenant.tenant_id, permissions: ['admin:*'] })}`, 'content-type': 'application/json' }, body: JSON.stringify({ email: someone }) });
     const { page, problems } = await watchedPage();
     await signIn(page, tenant.tenant_id, email);
     t.ok(await page.getByText(`Tenant ${tenant.tenant_id}`, { exact: true }).isVisible(), 'the header names the tenant');
@@ -203,6 +231,32 @@ if (!browser) {
     await page.getByRole('table', { name: 'Client details' }).getByText('Made in the console').waitFor();
     t.notOk((await page.content()).includes(secret), 'and never again');
     await checkScreen(t, page, 'client-detail');
+
+    // Users: found by email, locked after a confirmation, unlocked.
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByLabel('Email starts with').fill(someone.slice(0, 12));
+    await page.getByRole('button', { name: 'Search' }).click();
+    const users = page.getByRole('table', { name: 'Users' });
+    await users.getByRole('cell', { name: someone, exact: true }).waitFor();
+    t.equal(await users.getByRole('row').count(), 2, 'the search finds that one user');
+    await checkScreen(t, page, 'users');
+    await page.getByRole('button', { name: `Lock ${someone}` }).click();
+    await page.getByRole('dialog', { name: 'Lock this user?' }).waitFor();
+    await checkScreen(t, page, 'user-lock-confirm');
+    await page.getByRole('button', { name: 'Lock user' }).click();
+    await users.getByText('locked', { exact: true }).waitFor();
+    await page.getByRole('button', { name: `Unlock ${someone}` }).click();
+    await users.getByText('active', { exact: true }).waitFor();
+    t.pass('locked and unlocked');
+
+    // The audit log, filtered by action, shows the client this person created.
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByLabel('Action').fill('client.create');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const audit = page.getByRole('table', { name: 'Audit log' });
+    await audit.getByRole('cell', { name: email, exact: true }).first().waitFor();
+    t.equal(await audit.getByRole('cell', { name: 'user.lock' }).count(), 0, 'only the filtered action');
+    await checkScreen(t, page, 'audit-log');
 
     // Platform screens are not there for a tenant administrator, even by address. Loading a page afresh
     // forgets the tokens (memory only); svc's own session signs the person in again without a code.

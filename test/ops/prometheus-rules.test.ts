@@ -84,6 +84,25 @@ t.test('a real Prometheus scrapes svc and the availability burn-rate alert goes 
   const ratio = await prom.api<{ result: Array<{ value: [number, string] }> }>('query?query=' + encodeURIComponent('svc:slo_availability_errors:ratio_rate5m'));
   t.ok(Number(ratio.result[0]?.value[1]) > 0.0144, `5xx share over 5 minutes ${ratio.result[0]?.value[1]} is past 14.4 times the budget`);
 
+  // The latency recording rule reads the real histogram's le="0.25" bucket (a share, not an empty result).
+  const slow = await prom.api<{ result: Array<{ value: [number, string] }> }>('query?query=' + encodeURIComponent('svc:slo_latency_errors:ratio_rate5m'));
+  const share = Number(slow.result[0]?.value[1]);
+  t.ok(slow.result.length === 1 && share >= 0 && share <= 1, `share of /token requests slower than 250 ms: ${slow.result[0]?.value[1]}`);
+
+  // Every dashboard query is PromQL this Prometheus accepts (Grafana's $__rate_interval given a value).
+  const grafana = path.join(repoRoot, 'ops', 'grafana');
+  const boards = ['.', 'pending'].filter((d) => fs.existsSync(path.join(grafana, d))).flatMap((d) => fs.readdirSync(path.join(grafana, d)).filter((f) => f.endsWith('.json')).map((f) => path.join(d, f)));
+  for (const file of boards) {
+    const board = JSON.parse(fs.readFileSync(path.join(grafana, file), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+    for (const p of board.panels) {
+      for (const q of p.targets) {
+        const expr = q.expr.replaceAll('$__rate_interval', '1m');
+        const res = await fetch(`${prom.url}/api/v1/query?query=${encodeURIComponent(expr)}`);
+        t.equal(res.status, 200, `ops/grafana/${file}: "${p.title}" is valid PromQL: ${res.status === 200 ? '' : await res.text()}`);
+      }
+    }
+  }
+
   // Alerts unrelated to load stay quiet on a healthy test server (latency and refusals depend on the
   // machine under the burst, so they are left out).
   const loadBound = /^(SvcAvailabilityBurnRate|SvcLatencyBurnRate|SvcAdmissionRefusals)/;

@@ -5,7 +5,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import type { AdminClient, AdminClientCreate, AdminClientCreated } from '../../generated/types.ts';
 import { api, ApiError, viewedTenant } from '../api.ts';
 import { can } from '../auth.ts';
-import { PagedTable } from '../paged.tsx';
+import { MODAL, PagedTable } from '../paged.tsx';
 import { useSession } from '../session.ts';
 
 export function ClientList() {
@@ -55,7 +55,7 @@ export function ClientDetail() {
       <Title order={2}>{c.name}</Title>
       <Table aria-label="Client details"><Table.Tbody>{rows.map(([k, v]) => <Table.Tr key={k}><Table.Th scope="row">{k}</Table.Th><Table.Td>{v || '—'}</Table.Td></Table.Tr>)}</Table.Tbody></Table>
       {can(session, 'admin:clients:write') && <Group><Button color="red" variant="outline" onClick={() => setConfirming(true)}>Delete client</Button></Group>}
-      <Modal opened={confirming} onClose={() => setConfirming(false)} title="Delete this client?">
+      <Modal opened={confirming} onClose={() => setConfirming(false)} {...MODAL} title="Delete this client?">
         <Stack>
           <Text>{c.client_id} stops working at once: its tokens are no longer accepted. This cannot be undone.</Text>
           {remove.error && <Alert color="red" role="alert">{remove.error.message}</Alert>}
