@@ -39,8 +39,8 @@ async function authenticated(deps: Deps, req: HttpRequest, permission: string, t
   const { tenantRefused } = await checkNotRevoked(deps, p);
   const permissions = checkPermission(p, permission);
   const { tenantId, platform } = resolveTenant(p, req, tenant);
-  // The caller's home tenant classes the request (a platform administrator acting on a tenant is platform traffic).
-  req.tenantClass = tenantClassOf(String(p.tenant));
+  // A platform administrator's request is platform traffic whatever tenant it acts on; otherwise the caller's home tenant decides.
+  req.tenantClass = platform ? 1 : tenantClassOf(String(p.tenant));
   await checkTenantExists(deps, tenantId, String(p.tenant));
   await checkTenantServing(deps, { home: String(p.tenant), tenantId, platform, homeRefused: tenantRefused });
   const isMachine = p.sub === p.client_id;
