@@ -4,7 +4,7 @@ import uws from 'uWebSockets.js';
 import type { HttpResponse, HttpRequest as UwsRequest, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { AppError, InvalidRequest, MethodNotAllowed, NotFound, Overloaded, PayloadTooLarge, toErrorReply, ValidationError, type Interface } from '../errors.js';
 import type { Logger } from '../log.js';
-import { countTenantClass, httpDuration, httpRequests, inflightGauge, refusals, shedCounter } from '../metrics.js';
+import { countTenantClass, httpDuration, httpRequestTally, inflightGauge, refusals, shedCounter, type Tally } from '../metrics.js';
 import { HttpRequest } from './request.js';
 import type { TrustedProxies } from './client-address.js';
 import type { Router } from './router.js';
@@ -353,7 +353,7 @@ function holdTo(where: string, id: string, body: unknown): void {
   if (!v(body)) throw new Error(`${where} reply does not match ${id}: ${JSON.stringify(errorDetails(v.errors ?? []))}`);
 }
 
-interface RouteMetrics { duration: ReturnType<typeof httpDuration.labels>; byStatus: Map<number, ReturnType<typeof httpRequests.labels>> }
+interface RouteMetrics { duration: ReturnType<typeof httpDuration.labels>; byStatus: Map<number, Tally> }
 /** Label-bound metric children per route and method: prom-client hashes a label object on every call otherwise. */
 const routeMetrics = new Map<string, RouteMetrics>();
 
@@ -366,7 +366,7 @@ function observe(route: string, method: string, status: number, started: number,
     if (routeMetrics.size < 1024) routeMetrics.set(key, m);
   }
   let counter = m.byStatus.get(status);
-  if (!counter) { counter = httpRequests.labels(route, method, String(status)); m.byStatus.set(status, counter); }
+  if (!counter) { counter = httpRequestTally(route, method, String(status)); m.byStatus.set(status, counter); }
   counter.inc();
   countTenantClass(tenantClass, status);
   // Every 429, thrown (RateLimited) or rendered by a page itself, is a rate-limit refusal.

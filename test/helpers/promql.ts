@@ -30,7 +30,8 @@ export function metricNames(expr: string): string[] {
 /**
  * The names of every metric svc registers: the modules under dist/src that create prom-client metrics
  * are imported (so a new module's metrics count without editing this list), then prom-client's registry
- * is read; histograms add their _bucket, _sum and _count series, summaries _sum and _count.
+ * is read, with the metric objects those modules export; histograms add their _bucket, _sum and _count
+ * series, summaries _sum and _count.
  */
 export async function registeredMetricNames(): Promise<Set<string>> {
   const src = path.join(repoRoot, 'dist', 'src');
@@ -46,14 +47,23 @@ export async function registeredMetricNames(): Promise<Set<string>> {
     }
   };
   walk(src);
-  for (const f of files) await import(f);
   const names = new Set<string>();
-  for (const m of await client.register.getMetricsAsJSON()) {
-    names.add(m.name);
-    const type = String(m.type);
-    if (type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(m.name + s);
-    if (type === 'summary') for (const s of ['_sum', '_count']) names.add(m.name + s);
+  const add = (name: string, type: string) => {
+    names.add(name);
+    if (type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(name + s);
+    if (type === 'summary') for (const s of ['_sum', '_count']) names.add(name + s);
+  };
+  for (const f of files) {
+    const mod = (await import(f)) as Record<string, unknown>;
+    // Metrics a process registers only when it has their source (`registers: []`, then registerMetric:
+    // the outbox and revocation gauges) are exported objects rather than registry entries here.
+    for (const v of Object.values(mod)) {
+      if (v instanceof client.Histogram) add((v as unknown as { name: string }).name, 'histogram');
+      else if (v instanceof client.Summary) add((v as unknown as { name: string }).name, 'summary');
+      else if (v instanceof client.Counter || v instanceof client.Gauge) add((v as unknown as { name: string }).name, 'other');
+    }
   }
+  for (const m of await client.register.getMetricsAsJSON()) add(m.name, String(m.type));
   return names;
 }
 

@@ -8,28 +8,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { postForm, setupTenant } from '../helpers/tokens.js';
 import { addWebhook, emit, isolatedDatabase, startReceiver } from '../webhooks/fixtures.js';
 import type { BootstrapResult } from '../../src/bootstrap.js';
-
-/** One sample line of the exposition format: name, labels, value. */
-interface Sample { name: string; labels: Record<string, string>; value: number }
-
-function parse(text: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m) continue;
-    const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
-    out.push({ name: m[1]!, labels, value: Number(m[3]) });
-  }
-  return out;
-}
-
-/** The value of one series (0 when absent: a counter never incremented is not exposed). */
-function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
-  const s = samples.filter((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
-  return s.reduce((a, x) => a + x.value, 0);
-}
+import { parse, value, type Sample } from '../helpers/metrics.js';
 
 let srv: TestServer;
 let b: BootstrapResult;
