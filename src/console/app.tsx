@@ -9,7 +9,7 @@ import { Callback, SignedOut, SignIn } from './screens/sign-in.tsx';
 import { ClientCreate, ClientDetail, ClientList } from './screens/clients.tsx';
 import { Home } from './screens/home.tsx';
 import { NotFoundScreen } from './screens/not-found.tsx';
-import { TenantList } from './screens/tenants.tsx';
+import { TenantDetail, TenantList } from './screens/tenants.tsx';
 import { UserList } from './screens/users.tsx';
 import { AuditLog } from './screens/audit.tsx';
 import { useSession } from './session.ts';
@@ -55,6 +55,7 @@ function Signed() {
         <Routes>
           <Route path="/" element={<Home />} />
           <Route path="/tenants" element={session.platform ? <TenantList /> : <Navigate to="/" replace />} />
+          <Route path="/tenants/:id" element={session.platform ? <TenantDetail /> : <Navigate to="/" replace />} />
           <Route path="/clients" element={<ClientList />} />
           <Route path="/clients/new" element={<ClientCreate />} />
           <Route path="/clients/:id" element={<ClientDetail />} />

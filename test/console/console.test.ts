@@ -185,6 +185,9 @@ if (!browser) {
     await tenants.getByRole('cell', { name: tenant.tenant_id, exact: true }).first().waitFor();
     t.pass('the tenants list names another tenant');
     await checkScreen(t, page, 'tenants');
+    await tenants.getByRole('link', { name: tenant.tenant_id, exact: true }).click();
+    await page.getByRole('table', { name: 'Tenant details' }).getByRole('cell', { name: 'active', exact: true }).waitFor();
+    await checkScreen(t, page, 'tenant-detail');
 
     // The switcher sends X-Tenant-Id: the clients screen now lists the other tenant's clients.
     await page.getByRole('textbox', { name: 'Tenant' }).click();
