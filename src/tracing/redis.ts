@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { endWithError, SpanKind, tracer } from './tracer.js';
+import { endWithError, hasActiveSpan, SpanKind, tracer } from './tracer.js';
 
 interface SentCommand { name: string; promise: Promise<unknown> }
 
@@ -7,12 +7,16 @@ interface SentCommand { name: string; promise: Promise<unknown> }
  * Gives every command a connection sends a client span (`redis GET`), with the command's name only:
  * keys and arguments are left out, since keys hold token ids and hashes of codes. Commands of one
  * pipeline or auto-pipeline are sent together and show as spans starting together; they take the
- * context of the call that opened the batch (docs/decisions.md). Only called with tracing on.
+ * context of the call that opened the batch (docs/decisions.md). A command sent outside any trace
+ * (a worker's polling, a relay's idle read) gets no span: it would be a trace of its own per command.
+ * Only called with tracing on.
  */
 export function traceRedis<T extends Redis>(redis: T, role: string): T {
   const target = redis as unknown as { sendCommand(cmd: SentCommand, ...rest: unknown[]): unknown };
   const send = target.sendCommand.bind(target);
   target.sendCommand = (cmd: SentCommand, ...rest: unknown[]) => {
+    // Only within a trace: a worker's polls and a relay's idle reads would otherwise each start one.
+    if (!hasActiveSpan()) return send(cmd, ...rest);
     const span = tracer().startSpan(`redis ${cmd.name.toUpperCase()}`, {
       kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': cmd.name.toUpperCase(), 'svc.redis.role': role },
     });

@@ -1,4 +1,4 @@
-import { endWithError, SpanKind, tracer } from './tracer.js';
+import { endWithError, hasActiveSpan, SpanKind, tracer } from './tracer.js';
 
 type Thenable = { then(onF?: (v: unknown) => unknown, onR?: (e: unknown) => unknown): unknown };
 
@@ -34,6 +34,8 @@ export function traceSql<S extends object>(sql: S): S {
       const then = query.then.bind(query);
       let started: Thenable | undefined;
       query.then = (onF, onR) => {
+        // Only within a trace (see traceRedis): a statement outside one runs unrecorded.
+        if (!started && !hasActiveSpan()) return then(onF, onR);
         if (!started) {
           const span = tracer().startSpan(nameOf(text), { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': text } });
           started = then((v) => { span.end(); return v; }, (e) => { endWithError(span, e); throw e; }) as Thenable;

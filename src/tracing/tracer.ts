@@ -34,6 +34,11 @@ export function annotate(attrs: Attributes): void {
   if (tracingOn) trace.getActiveSpan()?.setAttributes(attrs);
 }
 
+/** Whether a span is active here: client spans (Redis, Postgres) are made only under one. */
+export function hasActiveSpan(): boolean {
+  return trace.getSpan(context.active()) !== undefined;
+}
+
 /** Ends a span with an error status (the error's class name, never its message: messages may quote input). */
 export function endWithError(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.name : 'error' });
