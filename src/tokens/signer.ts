@@ -4,7 +4,7 @@ import { Piscina } from 'piscina';
 import { Overloaded, ServiceUnavailable } from '../errors.js';
 import { cryptoWaitSign, cryptoWaitVerify, trackPoolQueue } from '../metrics.js';
 import { PoolTrace } from '../tracing/pool.js';
-import { tracingOn } from '../tracing/tracer.js';
+import { hasActiveSpan, tracingOn } from '../tracing/tracer.js';
 import { admitSigning } from './admission.js';
 import { signingInput, signWith, verifySignature, type JwtHeader, type JwtPayload } from './jwt.js';
 import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
@@ -76,7 +76,7 @@ class BatchQueue<K extends VerifyKey, O> {
   push(key: K, input: string, extra?: Uint8Array): Promise<O> {
     if (this.depth >= this.opts.maxQueue) return Promise.reject(new Overloaded('The crypto pool is at capacity; retry shortly.', 'crypto_queue_full'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ key, input, extra, resolve, reject, trace: tracingOn ? new PoolTrace(this.task) : undefined, queuedAt: performance.now() });
+      this.queue.push({ key, input, extra, resolve, reject, trace: tracingOn && hasActiveSpan() ? new PoolTrace(this.task) : undefined, queuedAt: performance.now() });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
     });
   }

@@ -15,6 +15,9 @@ export function inServerSpan(req: TracedRequest, routeTemplate: string, fn: () =
     kind: SpanKind.SERVER,
     attributes: { 'http.request.method': req.method, 'http.route': routeTemplate, 'svc.request_id': req.requestId },
   }, parent);
+  // Not sampled: no context to carry, so no child span, annotation or log ids are made for it and the
+  // request runs as an untraced one (at a 1% ratio that is 99 requests in 100).
+  if (!span.isRecording()) return fn();
   req.span = span;
   return context.with(trace.setSpan(parent, span), fn);
 }
