@@ -7,12 +7,12 @@ import { api, selectTenant, viewedTenant } from './api.ts';
 import { can, signOut } from './auth.ts';
 import { Callback, SignedOut, SignIn } from './screens/sign-in.tsx';
 import { ClientCreate, ClientDetail, ClientList } from './screens/clients.tsx';
-import { Home } from './screens/home.tsx';
 import { NotFoundScreen } from './screens/not-found.tsx';
 import { TenantDetail, TenantList } from './screens/tenants.tsx';
 import { UserList } from './screens/users.tsx';
 import { AuditLog } from './screens/audit.tsx';
 import { useSession } from './session.ts';
+import { OperationsNav, operationsRoutes } from './operations.tsx';
 
 /** The console's shell: header, navigation, and the screens by client-side route under /console. */
 export function App() {
@@ -45,15 +45,16 @@ function Signed() {
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Sections">
-        <NavLink component={Link} to="/" label="Start" />
+        <NavLink component={Link} to="/" label="Dashboard" />
         {session.platform && can(session, 'admin:tenants:read') && <NavLink component={Link} to="/tenants" label="Tenants" />}
         {can(session, 'admin:clients:read') && <NavLink component={Link} to="/clients" label="Clients" />}
         {can(session, 'admin:users:read') && <NavLink component={Link} to="/users" label="Users" />}
         {can(session, 'admin:audit-log:read') && <NavLink component={Link} to="/audit" label="Audit log" />}
+        <OperationsNav session={session} />
       </AppShell.Navbar>
       <AppShell.Main>
         <Routes>
-          <Route path="/" element={<Home />} />
+          {operationsRoutes(session)}
           <Route path="/tenants" element={session.platform ? <TenantList /> : <Navigate to="/" replace />} />
           <Route path="/tenants/:id" element={session.platform ? <TenantDetail /> : <Navigate to="/" replace />} />
           <Route path="/clients" element={<ClientList />} />
