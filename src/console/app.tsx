@@ -6,11 +6,11 @@ import type { AdminTenantList } from '../generated/types.ts';
 import { api, selectTenant, viewedTenant } from './api.ts';
 import { can, signOut } from './auth.ts';
 import { Callback, SignedOut, SignIn } from './screens/sign-in.tsx';
-import { ClientCreate, ClientDetail, ClientList } from './screens/clients.tsx';
+import { ClientCreate, ClientDetail, ClientEdit, ClientList } from './screens/clients.tsx';
 import { Home } from './screens/home.tsx';
 import { NotFoundScreen } from './screens/not-found.tsx';
-import { TenantDetail, TenantList } from './screens/tenants.tsx';
-import { UserList } from './screens/users.tsx';
+import { TenantCreate, TenantDetail, TenantList } from './screens/tenants.tsx';
+import { UserDetail, UserList } from './screens/users.tsx';
 import { AuditLog } from './screens/audit.tsx';
 import { useSession } from './session.ts';
 
@@ -55,11 +55,14 @@ function Signed() {
         <Routes>
           <Route path="/" element={<Home />} />
           <Route path="/tenants" element={session.platform ? <TenantList /> : <Navigate to="/" replace />} />
+          <Route path="/tenants/new" element={session.platform ? <TenantCreate /> : <Navigate to="/" replace />} />
           <Route path="/tenants/:id" element={session.platform ? <TenantDetail /> : <Navigate to="/" replace />} />
           <Route path="/clients" element={<ClientList />} />
           <Route path="/clients/new" element={<ClientCreate />} />
           <Route path="/clients/:id" element={<ClientDetail />} />
+          <Route path="/clients/:id/edit" element={<ClientEdit />} />
           <Route path="/users" element={<UserList />} />
+          <Route path="/users/:id" element={<UserDetail />} />
           <Route path="/audit" element={<AuditLog />} />
           <Route path="*" element={<NotFoundScreen />} />
         </Routes>
