@@ -8,10 +8,22 @@ import { MODAL } from './paged.tsx';
  * of a destructive action, a secret shown once, and a two-column detail table.
  */
 
-/** The server's messages for a field and its sub-fields (`redirect_uris` takes `redirect_uris.0`), joined. */
+/**
+ * The server's messages for a field and its sub-fields, joined once each: `redirect_uris.1` is told as
+ * "item 2: …", `headers.X-Svc-Id` as "X-Svc-Id: …".
+ */
 export function fieldErrors(error: unknown): (field: string) => string | undefined {
   const details = error instanceof ApiError ? error.details : {};
-  return (f) => Object.entries(details).filter(([k]) => k === f || k.startsWith(`${f}.`)).flatMap(([, v]) => v).join('; ') || undefined;
+  return (f) => {
+    const said = new Set<string>();
+    for (const [k, messages] of Object.entries(details)) {
+      if (k !== f && !k.startsWith(`${f}.`)) continue;
+      const rest = k.slice(f.length + 1);
+      const where = rest === '' ? '' : /^\d+$/.test(rest) ? `item ${Number(rest) + 1}: ` : `${rest}: `;
+      for (const m of messages) said.add(where + m);
+    }
+    return [...said].join('; ') || undefined;
+  };
 }
 
 /** A failed call's message, announced to screen readers. */

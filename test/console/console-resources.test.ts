@@ -1,15 +1,18 @@
+import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { createLogger } from '../../src/log.js';
 import { startJobsWorker } from '../../workers/jobs-worker.js';
+import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { CHROMIUM, launchChromium } from '../helpers/browser.js';
 import { consoleAdministrator, consoleDriver } from '../helpers/console.js';
 import { uniqueName } from '../helpers/env.js';
 import { j } from '../helpers/http.js';
+import { waitFor } from '../helpers/processes.js';
 import { adminToken, postForm, setupTenant } from '../helpers/tokens.js';
 import { startLoginEnv, uniqueEmail } from '../login/fixtures.js';
-import { isolatedDatabase } from '../webhooks/fixtures.js';
+import { isolatedDatabase, startReceiver } from '../webhooks/fixtures.js';
 
 // The console's resource screens (issue 33) in Debian's Chromium against the real server: what an
 // operator sees when editing clients, running a tenant's lifecycle, and working on users; every screen
@@ -18,7 +21,8 @@ const db = await isolatedDatabase();
 const env = await startLoginEnv({ DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE: 'true', PII_PARTITIONS: 'eu' });
 const { srv, sink } = env;
 const jobs = await startJobsWorker(srv.config, createLogger('silent'));
-t.teardown(async () => { await jobs.close(); await env.close(); await db.drop(); });
+const hooks = await startWebhookWorker(srv.config, createLogger('silent'), { relay: { pollMs: 100 } });
+t.teardown(async () => { await hooks.close(); await jobs.close(); await env.close(); await db.drop(); });
 const base = srv.url;
 const tenant = env.tenant;
 const browser: Browser | null = fs.existsSync(CHROMIUM) ? await launchChromium() : null;
@@ -185,6 +189,96 @@ if (!browser) {
     await page.getByRole('table', { name: 'User details' }).getByRole('cell', { name: 'locked', exact: true }).waitFor();
     await page.getByRole('button', { name: 'Unlock user' }).click();
     await page.getByRole('table', { name: 'User details' }).getByRole('cell', { name: 'active', exact: true }).waitFor();
+    t.same(problems, [], 'no console error, no CSP violation');
+    await page.context().close();
+  });
+}
+
+if (browser) {
+  const drive = consoleDriver(browser, base, sink);
+
+  t.test('webhooks: created with a validation error at its field, the secret shown once, a test send, deliveries in the log, a failed one retried, the signing secret rotated, deactivated and deleted', async (t) => {
+    const good = await startReceiver();
+    const bad = await startReceiver(() => ({ status: 500, body: 'nope' }));
+    t.teardown(async () => { await good.close(); await bad.close(); });
+    const owner = await setupTenant(srv, 'cr-hooks');
+    const email = await consoleAdministrator(srv, owner.tenant_id, ['admin:webhooks:read', 'admin:webhooks:write']);
+    const { page, problems } = await drive.watchedPage();
+    await drive.signIn(page, owner.tenant_id, email);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('link', { name: 'New webhook' }).click();
+    await page.getByLabel('Name').fill('Orders');
+    await page.getByLabel('URL').fill('ftp://example.test/hook');
+    await page.getByLabel('user.created').check();
+    await page.getByLabel('Automatic retries').fill('0');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    t.match(await errorOf(page, 'URL'), /must match pattern/, 'the server\'s message stands at the URL field');
+    await drive.checkScreen(t, page, 'webhook-create-error');
+    await page.getByLabel('URL').fill(`${good.url}/hook`);
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const secret = (await page.getByTestId('webhook-secret').textContent())!;
+    t.match(secret, /^whsec_/, 'the generated signing secret is shown');
+    await drive.checkScreen(t, page, 'webhook-created');
+    await page.getByRole('link', { name: 'Go to the webhook' }).click();
+    await page.getByRole('table', { name: 'Webhook details' }).waitFor();
+    t.notOk((await page.content()).includes(secret), 'and never again');
+
+    // A test send: the receiver's answer on screen, and the request signed with the webhook's secret.
+    await page.getByRole('button', { name: 'Send a test' }).click();
+    await page.getByTestId('test-result').filter({ hasText: 'Delivered: answered 200' }).waitFor();
+    const signed = (r: { headers: Record<string, string | string[] | undefined>; body: string }, key: string) =>
+      r.headers['x-svc-signature'] === `sha256=${createHmac('sha256', key).update(`${String(r.headers['x-svc-timestamp'])}.${r.body}`).digest('hex')}`;
+    t.equal(good.received.length, 1, 'the receiver got the test');
+    t.ok(signed(good.received[0]!, secret), 'signed with the secret shown at creation');
+
+    // A real event: its delivery appears in the log (which the screen asks for again while it is open).
+    await arrange(owner.tenant_id, 'POST', '/users', { email: uniqueEmail('hooked') });
+    const log = page.getByRole('table', { name: 'Delivery log' });
+    await log.getByRole('row').filter({ hasText: 'user.created' }).filter({ hasText: 'success' }).waitFor({ timeout: 20_000 });
+    await drive.checkScreen(t, page, 'webhook-detail');
+
+    // The signing secret rotated: shown once, and the next test is signed with it.
+    await page.getByRole('button', { name: 'Rotate signing secret' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate secret' }).click();
+    const rotated = (await page.getByTestId('rotated-signing-secret').textContent())!;
+    t.not(rotated, secret, 'a new secret');
+    await drive.checkScreen(t, page, 'webhook-secret-rotated');
+    await page.getByLabel('Event to send').selectOption('user.updated');
+    await page.getByRole('button', { name: 'Send a test' }).click();
+    await page.getByTestId('test-result').filter({ hasText: 'Delivered: answered 200' }).waitFor();
+    await waitFor(() => good.received.length === 3);
+    const last = good.received[2]!;
+    t.equal(last.headers['x-svc-event'], 'user.updated', 'of the chosen event');
+    t.ok(signed(last, rotated) && !signed(last, secret), 'signed with the rotated secret, not the old one');
+
+    // A receiver that fails: its delivery is retried from the screen and the new attempt is shown.
+    const failing = await arrange(owner.tenant_id, 'POST', '/webhooks', { name: 'Failing', url: `${bad.url}/hook`, events: ['user.deleted'], retry_policy: { max_retries: 0 } });
+    const victim = await arrange(owner.tenant_id, 'POST', '/users', { email: uniqueEmail('gone') });
+    await arrange(owner.tenant_id, 'DELETE', `/users/${victim.id}`);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('table', { name: 'Webhooks' }).getByRole('link', { name: 'Failing' }).click();
+    const failed = log.getByRole('row').filter({ hasText: 'user.deleted' });
+    await failed.filter({ hasText: 'failed' }).filter({ hasText: '500' }).waitFor({ timeout: 20_000 });
+    t.equal(await failed.getByRole('cell', { name: '1', exact: true }).count(), 1, 'the first attempt failed');
+    await failed.getByRole('button', { name: /^Retry delivery/ }).click();
+    await failed.getByRole('cell', { name: '2', exact: true }).waitFor({ timeout: 20_000 });
+    await failed.filter({ hasText: 'failed' }).waitFor({ timeout: 20_000 });
+    t.equal(bad.received.length, 2, 'the receiver was asked again');
+    await failed.getByRole('button', { name: /^Attempts of user.deleted/ }).click();
+    const attempts = page.getByRole('dialog', { name: 'Delivery attempts' }).getByRole('table', { name: 'Attempts' });
+    await attempts.getByRole('row').nth(2).waitFor();
+    t.equal(await attempts.getByRole('row').count(), 3, 'both attempts are listed');
+    await drive.checkScreen(t, page, 'webhook-delivery-attempts');
+    await page.getByRole('button', { name: 'Close' }).click();
+
+    await page.getByRole('button', { name: 'Deactivate' }).click();
+    await page.getByTestId('webhook-status').filter({ hasText: 'inactive' }).waitFor();
+    await page.getByRole('button', { name: 'Delete webhook' }).click();
+    await page.getByRole('dialog', { name: 'Delete this webhook?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('table', { name: 'Webhooks' }).getByRole('link', { name: 'Orders' }).waitFor();
+    t.equal(await page.getByRole('table', { name: 'Webhooks' }).getByRole('link', { name: 'Failing' }).count(), 0, 'the deleted webhook is gone from the list');
+    t.equal((await fetch(`${base}/api/admin/webhooks/${failing.id}`, { headers: { authorization: `Bearer ${await adminToken(srv, { tenantId: owner.tenant_id, permissions: ['admin:*'] })}` } })).status, 404);
+    await drive.checkScreen(t, page, 'webhooks');
     t.same(problems, [], 'no console error, no CSP violation');
     await page.context().close();
   });
