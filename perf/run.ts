@@ -15,7 +15,7 @@ import { num, parseArgs, say, stamp, str } from './lib/util.js';
 
 const USAGE = `usage: npm run perf -- <scenario> [options]
 scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu
-  cpu [--rates 500,1000,2000] [--sat-connections 64] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
+  cpu [--rates 500,1000,2000] [--sat-connections 64] [--no-floor] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
       CPU µs per request per process kind at fixed rates against a saturated closed loop, same run
   all  every scenario (login last), the cpu steps with closed loops of 64 and 256, then the peer:
        the full run of issue 19, ending with one PASS/FAIL line per target
