@@ -19,7 +19,7 @@ scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu, webhooks
   webhooks [--wh-events N (20000)] [--wh-seconds S (10)] [--wh-rate R] [--wh-concurrency N] [--wh-keep-db]
       outbox → relay → queue → signed POST to a loopback receiver → attempt recorded, through one
       webhook-worker process: deliveries/s, event-to-receipt at half that rate, lost/duplicated
-  cpu [--rates 500,1000,2000] [--sat-connections 64] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
+  cpu [--rates 500,1000,2000] [--sat-connections 64] [--no-floor] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
       CPU µs per request per process kind at fixed rates against a saturated closed loop, same run
   all  every scenario (login last), the cpu steps with closed loops of 64 and 256, then the peer:
        the full run of issue 19, ending with one PASS/FAIL line per target

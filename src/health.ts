@@ -81,7 +81,7 @@ if (cluster.isWorker) {
 }
 
 /** In a cluster the primary gathers every worker's registry; alone, this process's own. */
-async function clusterMetrics(): Promise<string> {
+export async function clusterMetrics(): Promise<string> {
   if (!cluster.isWorker || !process.send) return registry.metrics();
   const id = randomUUID();
   return withTimeout(new Promise<string>((resolve) => {

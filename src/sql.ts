@@ -1,8 +1,9 @@
 import type PG from 'postgres';
 import postgres from 'postgres';
 import type { Config } from './config.js';
-import { traceSql } from './tracing/sql.js';
-import { timeSql } from './sql-metrics.js';
+import { timeStatement } from './sql-metrics.js';
+import { hookStatements } from './sql-statements.js';
+import { traceStatement } from './tracing/sql.js';
 import { tracingOn } from './tracing/tracer.js';
 
 // postgres.js's own array codec (not in its exports map, so loaded by path next to its entry point).
@@ -70,8 +71,7 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     connection: { application_name: 'svc', ...(opts.asyncCommit ? { synchronous_commit: 'off' } : {}) },
   });
   registerArrayTypes(sql.options as unknown as PgOptions);
-  const timed = timeSql(sql);
-  return (tracingOn ? traceSql(timed) : timed) as unknown as Sql;
+  return hookStatements(sql, tracingOn ? [timeStatement, traceStatement] : [timeStatement]) as unknown as Sql;
 }
 
 /**

@@ -105,3 +105,20 @@ export function wakeupFlags(steps: Array<{ offered: number; totalUs: number }>, 
     return { offered: s.offered, ratio, flagged: saturatedUs > 0 && ratio > limit };
   });
 }
+
+/** Issue 35 item 4: svc's paced/saturated ratio may be at most this multiple of the bare server's, same run. */
+export const FLOOR_LIMIT = 1.3;
+
+/**
+ * A scenario's CPU per request at a paced rate over its saturated figure, against the same ratio of the
+ * bare server in the same run: the part of the low-load cost that is svc's, not the host's wake-ups.
+ * Undefined when a figure is missing.
+ */
+export function againstFloor(svc: { pacedUs?: number; satUs?: number }, bare: { pacedUs?: number; satUs?: number }): { ratio: number; bareRatio: number; relative: number; met: boolean } | undefined {
+  if (!svc.pacedUs || !svc.satUs || !bare.pacedUs || !bare.satUs) return undefined;
+  const r2 = (x: number) => Math.round(x * 100) / 100;
+  const ratio = svc.pacedUs / svc.satUs;
+  const bareRatio = bare.pacedUs / bare.satUs;
+  const relative = r2(ratio / bareRatio);
+  return { ratio: r2(ratio), bareRatio: r2(bareRatio), relative, met: relative <= FLOOR_LIMIT };
+}

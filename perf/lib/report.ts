@@ -8,7 +8,7 @@ import type { WebhookRun } from './webhooks.js';
 
 export interface ScenarioRun {
   scenario: string;
-  target: 'svc' | 'oidc-provider';
+  target: 'svc' | 'oidc-provider' | 'bare';
   unit: string;
   describe: string;
   setting: string;
@@ -26,7 +26,11 @@ export interface ScenarioRun {
   burst?: { step: Step; drainMs: number | undefined; probes: Array<{ atMs: number; status: number; ms: number }> };
   soak?: Soak;
   /** `perf -- cpu`: the saturated step's CPU per request and each paced step's ratio to it. */
-  cpu?: { saturatedUs?: number; limit: number; flags: Array<{ offered: number; ratio: number; flagged: boolean }> };
+  cpu?: {
+    saturatedUs?: number; limit: number; flags: Array<{ offered: number; ratio: number; flagged: boolean }>;
+    /** Issue 35 item 4: this scenario's paced/saturated ratio against the bare server's, same run. */
+    floor?: { rate: number; ratio: number; bareRatio: number; relative: number; limit: number; met: boolean };
+  };
 }
 
 export interface Comparison {
@@ -93,7 +97,7 @@ export function lineChart(title: string, xLabel: string, yLabel: string, series:
   return out.join('');
 }
 
-const COLORS: Record<string, string> = { svc: '#1f6feb', 'oidc-provider': '#d97706' };
+const COLORS: Record<string, string> = { svc: '#1f6feb', 'oidc-provider': '#d97706', bare: '#6b7280' };
 
 function stepRows(run: ScenarioRun, steps: Step[]): string {
   const login = run.unit === 'logins/s';
@@ -201,7 +205,8 @@ function cpuTable(r: ScenarioRun): string {
     return `<tr><td>${s.kind}</td><td>${s.kind === 'saturated' ? 'closed loop' : fmt(s.offered)}</td><td>${fmt(s.achieved)}</td><td>${s.connections}</td><td>${fmt(s.latencyServed.p95)}</td>` +
       `${KINDS.map((k) => `<td>${fmt(s.cost?.us[k])}</td>`).join('')}<td><b>${fmt(s.cost?.totalUs)}</b></td><td${f?.flagged ? ' class="bad"' : ''}>${f ? `${fmt(f.ratio, 2)}${f.flagged ? ` &gt; ${c.limit} FLAGGED` : ''}` : ''}</td></tr>`;
   }).join('');
-  return `<p>CPU per correct answer by process kind (http = HTTP event loops, crypto = their signing threads, threads = their other threads: GC, libuv; load generator excluded). Saturated reference: <b>${fmt(c.saturatedUs)} µs</b>; a paced step above ${c.limit}× is flagged.</p><table>${head}${rows}</table>`;
+  const floor = c.floor ? `<p${c.floor.met ? '' : ' class="bad"'}>Against the floor (bare uWS, same run): ${fmt(c.floor.rate)} req/s ÷ saturated = <b>${fmt(c.floor.ratio, 2)}×</b>, the bare server's ${fmt(c.floor.bareRatio, 2)}×: <b>${fmt(c.floor.relative, 2)}×</b> the floor's ratio (limit ${c.floor.limit}×).</p>` : '';
+  return `<p>CPU per correct answer by process kind (http = HTTP event loops, crypto = their signing threads, threads = their other threads: GC, libuv; load generator excluded). Saturated reference: <b>${fmt(c.saturatedUs)} µs</b>; a paced step above ${c.limit}× is flagged.</p><table>${head}${rows}</table>${floor}`;
 }
 const unitIsLogin = (r: ScenarioRun) => r.unit === 'logins/s';
 

@@ -20,7 +20,7 @@ export interface Bootstrap {
 
 /** What a scenario drives: svc (started here or given by --url) or the peer (node-oidc-provider). */
 export interface Target {
-  name: 'svc' | 'oidc-provider';
+  name: 'svc' | 'oidc-provider' | 'bare';
   url: string;
   /** Server processes whose CPU and RSS are sampled (re-resolved at each sample). */
   pids(): number[];

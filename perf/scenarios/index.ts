@@ -1,3 +1,4 @@
+import { bare } from './bare.js';
 import { clientCredentials } from './client-credentials.js';
 import { clientCredentialsDpop } from './client-credentials-dpop.js';
 import { exchangeOnly } from './exchange-dpop.js';
@@ -25,4 +26,5 @@ export const VARIANTS: Record<string, Scenario> = {
   'exchange-bearer': exchangeOnly(false),
   'exchange-dpop': exchangeOnly(true),
   'introspection-miss-dpop': introspectionDpop('miss'),
+  bare,
 };

@@ -51,10 +51,11 @@ export function approvalRoutes(deps: Deps): Route[] {
   return [
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/approvals', permission: READ, tags, query: 'query.approval-list',
-      summary: 'List approval requests, newest first (status as it reads now, expiry included)', response: { 200: 'elevation.approval-list' },
-      handler: async ({ store, query }) => {
+      summary: 'List approval requests, newest first (status as it reads now, expiry included); awaiting=me: those with a step the caller may still decide', response: { 200: 'elevation.approval-list' },
+      handler: async ({ ctx, store, query }) => {
         const now = Date.now();
-        const p = page(await store.approvals.listRequests({ ...query, cursor: decodeCursor(query.cursor) }, now), query.limit);
+        const { awaiting, ...rest } = query;
+        const p = page(await store.approvals.listRequests({ ...rest, cursor: decodeCursor(query.cursor), awaitingActor: awaiting === 'me' ? ctx.actor.id : undefined }, now), query.limit);
         return { body: { items: p.items.map((r) => requestListItem(r)), cursor: p.next } };
       },
     }),

@@ -4,6 +4,7 @@ import { approvalRoutes } from './approvals.js';
 import { auditLogRoutes } from './audit-log.js';
 import { checkApiKeyRoutes } from './check-api-keys.js';
 import { clientRoutes } from './clients.js';
+import { dashboardRoutes } from './dashboard.js';
 import { loggingRoutes } from './logging.js';
 import { loggingGovernanceRoutes } from './logging-governance.js';
 import { piiPartitionRoutes } from './pii-partitions.js';
@@ -36,5 +37,6 @@ export function adminRoutes(deps: Deps): Route[] {
     ...tenantRoutes(deps),
     ...loggingRoutes(deps),
     ...loggingGovernanceRoutes(deps),
+    ...dashboardRoutes(deps),
   ];
 }

@@ -74,14 +74,14 @@ async function authenticate(ctx: ClientAuthContext, req: HttpRequest, form: Reco
   if (auth?.startsWith('Basic ')) {
     const basic = basicOf(req, auth);
     if (!basic) throw invalid();
-    return classify(req, await checkSecret(ctx, req, basic.id, basic.secret, failures));
+    return checkSecret(ctx, req, basic.id, basic.secret, failures);
   }
   if (postSecret !== undefined) {
     if (typeof form.client_id !== 'string' || typeof postSecret !== 'string') throw invalid();
-    return classify(req, await checkSecret(ctx, req, form.client_id, postSecret, failures));
+    return checkSecret(ctx, req, form.client_id, postSecret, failures);
   }
   if (form.client_assertion_type !== JWT_BEARER_ASSERTION || typeof assertion !== 'string') throw invalid('Unsupported client assertion type.');
-  return classify(req, await checkAssertion(ctx, assertion, typeof form.client_id === 'string' ? form.client_id : undefined));
+  return checkAssertion(ctx, req, assertion, typeof form.client_id === 'string' ? form.client_id : undefined);
 }
 
 /** The request's tenant class for svc_http_requests_by_tenant_class_total, once its client is known. */
@@ -160,7 +160,7 @@ async function checkSecret(ctx: ClientAuthContext, req: HttpRequest, id: string,
   // A client registered for Basic may also post its secret, and vice versa (both are secret-based).
   if (client.authMethod !== 'client_secret_basic' && client.authMethod !== 'client_secret_post') throw invalid();
   if (client.status !== 'active') throw new Forbidden('client_disabled', 'The client is disabled.');
-  return client;
+  return classify(req, client);
 }
 
 /**
@@ -169,7 +169,7 @@ async function checkSecret(ctx: ClientAuthContext, req: HttpRequest, id: string,
  * (when present) not older than ASSERTION_MAX_LIFETIME, only the algorithms the registered key allows,
  * unknown crit refused; then the jti is spent once (replay).
  */
-async function checkAssertion(ctx: ClientAuthContext, assertion: string, claimedId: string | undefined): Promise<Client> {
+async function checkAssertion(ctx: ClientAuthContext, req: HttpRequest, assertion: string, claimedId: string | undefined): Promise<Client> {
   let header: ReturnType<typeof decodeProtectedHeader>, unverified: ReturnType<typeof decodeJwt>;
   try { header = decodeProtectedHeader(assertion); unverified = decodeJwt(assertion); } catch { throw invalid('The client assertion is malformed.'); }
   const id = unverified.sub;
@@ -205,5 +205,5 @@ async function checkAssertion(ctx: ClientAuthContext, assertion: string, claimed
   }
   if (fresh !== 'OK') throw invalid('The assertion was already used.');
   if (client.status !== 'active') throw new Forbidden('client_disabled', 'The client is disabled.');
-  return client;
+  return classify(req, client);
 }

@@ -1,18 +1,21 @@
 import { AppShell, Button, Group, NavLink, Select, Text, Title } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import { BrowserRouter, Link, Navigate, Route, Routes, useLocation } from 'react-router';
 import type { AdminTenantList } from '../generated/types.ts';
 import { api, selectTenant, viewedTenant } from './api.ts';
 import { can, signOut } from './auth.ts';
 import { Callback, SignedOut, SignIn } from './screens/sign-in.tsx';
-import { ClientCreate, ClientDetail, ClientList } from './screens/clients.tsx';
-import { Home } from './screens/home.tsx';
+import { ClientCreate, ClientDetail, ClientEdit, ClientList } from './screens/clients.tsx';
 import { NotFoundScreen } from './screens/not-found.tsx';
-import { TenantDetail, TenantList } from './screens/tenants.tsx';
-import { UserList } from './screens/users.tsx';
+import { TenantCreate, TenantDetail, TenantList } from './screens/tenants.tsx';
+import { UserDetail, UserList } from './screens/users.tsx';
 import { AuditLog } from './screens/audit.tsx';
 import { useSession } from './session.ts';
+import { OperationsNav, operationsRoutes } from './operations.tsx';
+
+// Screens loaded when first opened, so the first load stays within its budget (ops/console-budget.mjs).
+const Webhooks = lazy(() => import('./screens/webhooks.tsx'));
 
 /** The console's shell: header, navigation, and the screens by client-side route under /console. */
 export function App() {
@@ -45,24 +48,30 @@ function Signed() {
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Sections">
-        <NavLink component={Link} to="/" label="Start" />
+        <NavLink component={Link} to="/" label="Dashboard" />
         {session.platform && can(session, 'admin:tenants:read') && <NavLink component={Link} to="/tenants" label="Tenants" />}
         {can(session, 'admin:clients:read') && <NavLink component={Link} to="/clients" label="Clients" />}
         {can(session, 'admin:users:read') && <NavLink component={Link} to="/users" label="Users" />}
         {can(session, 'admin:audit-log:read') && <NavLink component={Link} to="/audit" label="Audit log" />}
+        {can(session, 'admin:webhooks:read') && <NavLink component={Link} to="/webhooks" label="Webhooks" />}
+        <OperationsNav session={session} />
       </AppShell.Navbar>
       <AppShell.Main>
-        <Routes>
-          <Route path="/" element={<Home />} />
+        <Suspense fallback={<Text>Loading…</Text>}><Routes>
+          {operationsRoutes(session)}
           <Route path="/tenants" element={session.platform ? <TenantList /> : <Navigate to="/" replace />} />
+          <Route path="/tenants/new" element={session.platform ? <TenantCreate /> : <Navigate to="/" replace />} />
           <Route path="/tenants/:id" element={session.platform ? <TenantDetail /> : <Navigate to="/" replace />} />
           <Route path="/clients" element={<ClientList />} />
           <Route path="/clients/new" element={<ClientCreate />} />
           <Route path="/clients/:id" element={<ClientDetail />} />
+          <Route path="/clients/:id/edit" element={<ClientEdit />} />
           <Route path="/users" element={<UserList />} />
+          <Route path="/users/:id" element={<UserDetail />} />
           <Route path="/audit" element={<AuditLog />} />
+          <Route path="/webhooks/*" element={<Webhooks />} />
           <Route path="*" element={<NotFoundScreen />} />
-        </Routes>
+        </Routes></Suspense>
       </AppShell.Main>
     </AppShell>
   );

@@ -30,6 +30,9 @@ let as: oauth.AuthorizationServer | undefined;
 let session: Session | null = null;
 let refreshToken: string | undefined;
 let renewal: ReturnType<typeof setTimeout> | undefined;
+let renewing: Promise<boolean> | undefined;
+/** Set when a session ended because it could not be renewed: the sign-in screen says so. */
+let expired = false;
 const listeners = new Set<() => void>();
 
 const clientOf = (tenant: string): oauth.Client => ({ client_id: `${tenant}-console` });
@@ -42,9 +45,11 @@ async function server(): Promise<oauth.AuthorizationServer> {
 export function subscribe(fn: () => void): () => void { listeners.add(fn); return () => listeners.delete(fn); }
 export function currentSession(): Session | null { return session; }
 export function lastTenant(): string { return localStorage.getItem(LAST_TENANT) ?? ''; }
+export function sessionExpired(): boolean { return expired; }
 
 function set(next: Session | null): void {
   session = next;
+  if (next) expired = false;
   for (const fn of listeners) fn();
 }
 
@@ -105,18 +110,30 @@ function scheduleRenewal(tenant: string, lifetime: number): void {
   renewal = setTimeout(() => { void renew(tenant); }, wait);
 }
 
-export async function renew(tenant: string): Promise<void> {
-  if (!refreshToken) return;
-  try {
-    const a = await server();
-    const client = clientOf(tenant);
-    const res = await oauth.refreshTokenGrantRequest(a, client, oauth.None(), refreshToken, insecure);
-    accept(tenant, await oauth.processRefreshTokenResponse(a, client, res));
-  } catch {
-    // The refresh token is spent, revoked or expired: the person signs in again.
-    refreshToken = undefined;
-    set(null);
-  }
+/**
+ * Renews now (one renewal at a time, shared by whoever asks): true when a new access token arrived.
+ * svc refusing the refresh token (spent, revoked, expired) ends the session and the sign-in screen says
+ * it expired; a network failure keeps the session, so the next call that needs a token tries again.
+ */
+export function renew(tenant: string): Promise<boolean> {
+  renewing ??= (async () => {
+    if (!refreshToken) return false;
+    try {
+      const a = await server();
+      const client = clientOf(tenant);
+      const res = await oauth.refreshTokenGrantRequest(a, client, oauth.None(), refreshToken, insecure);
+      accept(tenant, await oauth.processRefreshTokenResponse(a, client, res));
+      return true;
+    } catch (err) {
+      if (!(err instanceof oauth.ResponseBodyError)) return false;
+      clearTimeout(renewal);
+      refreshToken = undefined;
+      expired = true;
+      set(null);
+      return false;
+    }
+  })().finally(() => { renewing = undefined; });
+  return renewing;
 }
 
 /** Signs out of svc too (RP-initiated logout), coming back at /console/signed-out. */
@@ -124,6 +141,7 @@ export async function signOut(): Promise<void> {
   const s = session;
   clearTimeout(renewal);
   refreshToken = undefined;
+  expired = false;
   set(null);
   if (!s) return;
   const a = await server();

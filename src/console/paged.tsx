@@ -15,12 +15,14 @@ export const MODAL = { lockScroll: false, closeButtonProps: { 'aria-label': 'Clo
  * A list page by page as the admin API gives it: opaque cursors, so "next" follows the server's
  * cursor and "previous" goes back through the cursors already seen.
  */
-export function PagedTable<T>({ label, path, params = {}, columns, row }: {
+export function PagedTable<T>({ label, path, params = {}, columns, row, refetchMs }: {
   label: string;
   path: string;
   params?: Record<string, string>;
   columns: string[];
   row: (item: T) => ReactNode;
+  /** Ask again every so often: a list that changes behind the screen (a delivery log). */
+  refetchMs?: number;
 }) {
   const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
   const cursor = cursors[cursors.length - 1];
@@ -28,6 +30,7 @@ export function PagedTable<T>({ label, path, params = {}, columns, row }: {
   const page = useQuery({
     queryKey: [path, viewedTenant(), qs.toString()],
     queryFn: () => api<{ items: T[]; cursor: string | null }>('GET', `${path}?${qs}`),
+    refetchInterval: refetchMs ?? false,
   });
   if (page.error) return <Text c="red" role="alert">{page.error.message}</Text>;
   return (

@@ -143,8 +143,11 @@ export function loginRoutes(deps: Deps): Route[] {
       }
     }
     validate(validatorFor('login.email-code-verify'), data);
+    // The interaction is read in the same Redis write as the failure budgets signIn reads first.
+    const itRead = data.interaction !== undefined ? loadInteraction(deps.redis, data.interaction) : null;
+    itRead?.catch(() => {});
     const s = await signIn(String(data.email), String(data.code).trim(), req.ip);
-    const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
+    const it = itRead ? await itRead : null;
     return {
       headers: NO_STORE, cookies: [s.cookie],
       body: { authenticated: true, sub: s.sub, auth_time: s.authTime, expires_in: LOGIN.sessionTtlSeconds, ...(it ? { continue: `${issuer}${resumeUrl(it)}` } : {}) },

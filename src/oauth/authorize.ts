@@ -28,6 +28,10 @@ export function authorizeRoutes(deps: Deps): Route[] {
 
   async function handle(req: HttpRequest): Promise<Reply> {
     const json = wantsJson(req);
+    // The session (step 4 of a login) is read in the same Redis write as the client's tenant check below,
+    // instead of a round trip after it; only a request that gets that far uses it.
+    const sessionRead = readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+    sessionRead.catch(() => {});
     let q: Query;
     let pushedId: string | undefined;
     let target;
@@ -46,7 +50,7 @@ export function authorizeRoutes(deps: Deps): Route[] {
       const state = typeof q.state === 'string' && q.state !== '' ? q.state : undefined;
       return redirectTo(target.redirectUri, issuer, { error: err.oauthCode, error_description: err.message, state });
     }
-    const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+    const session = await sessionRead;
     if (!areq.prompt.includes('login') && sessionUsable(session, areq)) {
       const done = await completeAuthorization(deps, client, areq, session);
       if (done.kind === 'redirect') return done.reply;

@@ -59,7 +59,7 @@ export function introspectRoutes(deps: Deps): Route[] {
     }
     introspectionCache.miss.inc();
     let payload: JwtPayload;
-    try { payload = await tokens.accessTokens.verifyAsync(token); } catch (err) { if (err instanceof JwtError) return INACTIVE; throw err; }
+    try { payload = await tokens.accessTokens.verifyAsync(token, claims); } catch (err) { if (err instanceof JwtError) return INACTIVE; throw err; }
     if (revoked) return INACTIVE;
     if (payload.tenant !== rs.tenantId) return INACTIVE;
     const issuedTo = await activeIssuer(payload);

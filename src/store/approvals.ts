@@ -54,13 +54,20 @@ export class ApprovalRepository {
   }
 
   /** A page of requests, newest first, each with `effective_status` (its status as it reads at `now`). */
-  listRequests(f: { limit: number; cursor?: Cursor | undefined; status?: string | undefined; investigation_id?: string | undefined }, now: number): Promise<Array<ApprovalRequestRow & { effective_status: string }>> {
+  /** `awaitingActor`: only requests waiting for that actor's decision (the queue of the console's approvals screen). */
+  listRequests(f: { limit: number; cursor?: Cursor | undefined; status?: string | undefined; investigation_id?: string | undefined; awaitingActor?: string | undefined }, now: number): Promise<Array<ApprovalRequestRow & { effective_status: string }>> {
     const sql = this.db;
+    const me = f.awaitingActor;
     return sql<Array<ApprovalRequestRow & { effective_status: string }>>`select * from (select r.*, ${effective(sql, now)} as effective_status
         from approval_requests r where r.tenant_id = ${this.tenantId}
         ${f.cursor ? sql`and (r.created_at, r.id) < (${f.cursor.createdAt}, ${f.cursor.id})` : sql``}
-        ${f.investigation_id ? sql`and r.investigation_id = ${f.investigation_id}` : sql``}) x
-      ${f.status ? sql`where effective_status = ${f.status}` : sql``}
+        ${f.investigation_id ? sql`and r.investigation_id = ${f.investigation_id}` : sql``}
+        ${me !== undefined ? sql`and r.requester_id <> ${me}
+          and exists (select 1 from approval_steps s where s.tenant_id = ${this.tenantId} and s.request_id = r.id and s.status = 'pending'
+            and (s.subject_id is null or s.subject_id = ${me}))
+          and not exists (select 1 from approval_steps s where s.tenant_id = ${this.tenantId} and s.request_id = r.id and s.status = 'approved' and s.decided_by = ${me})` : sql``}) x
+      where true ${f.status ? sql`and effective_status = ${f.status}` : sql``}
+      ${me !== undefined ? sql`and effective_status in ('pending', 'partially_approved')` : sql``}
       order by created_at desc, id desc limit ${f.limit + 1}`;
   }
 

@@ -65,14 +65,16 @@ export function b64uDecode(s: string): Buffer {
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Splits and parses a compact JWS without trusting anything in it: three segments, strict UTF-8 JSON objects. */
-export function decodeJwt(token: string): DecodedJwt {
+export function decodeJwt(token: string, payload?: JwtPayload): DecodedJwt {
   if (typeof token !== 'string' || token.length > 16384) throw new JwtError('malformed');
   const a = token.indexOf('.');
   const b = token.indexOf('.', a + 1);
   if (a < 0 || b < 0 || token.indexOf('.', b + 1) !== -1) throw new JwtError('malformed');
   try {
     const header = JSON.parse(utf8.decode(b64uDecode(token.slice(0, a)))) as JwtHeader;
-    const payload = JSON.parse(utf8.decode(b64uDecode(token.slice(a + 1, b)))) as JwtPayload;
+    // A read-ahead already decoded this very string's claims (src/tokens/read-ahead.ts): not parsed twice.
+    // The signature covers the segment itself, so claims parsed from it earlier are as good as ours.
+    payload ??= JSON.parse(utf8.decode(b64uDecode(token.slice(a + 1, b)))) as JwtPayload;
     if (!isPlainObject(header) || !isPlainObject(payload)) throw new Error('shape');
     // Every segment decoded, so the signing input is ASCII (base64url, whitespace and dots only).
     return { header, payload, signingInput: token.slice(0, b), signature: b64uDecode(token.slice(b + 1)) };

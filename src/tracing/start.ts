@@ -1,5 +1,4 @@
 import { context, propagation, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -7,6 +6,7 @@ import {
   AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler,
 } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from './config.js';
+import { ScopedContextManager } from './scoped-context.js';
 import { setTracingOn } from './tracer.js';
 
 function samplerOf(c: TracingConfig): Sampler {
@@ -23,7 +23,8 @@ function samplerOf(c: TracingConfig): Sampler {
 /**
  * Starts tracing for this process (one per process, before its clients are made): the OTLP/HTTP JSON
  * exporter behind a batch processor, the configured sampler, W3C trace context, and an
- * AsyncLocalStorage context manager so a span follows its request across awaits. close() exports what
+ * AsyncLocalStorage context manager (on only while a trace is open: scoped-context.ts) so a span
+ * follows its request across awaits. close() exports what
  * is left and stops.
  */
 export function startTracing(c: TracingConfig, role: string): { close(): Promise<void> } {
@@ -39,7 +40,7 @@ export function startTracing(c: TracingConfig, role: string): { close(): Promise
       scheduledDelayMillis: c.scheduleDelayMs, maxExportBatchSize: c.maxExportBatchSize, maxQueueSize: c.maxQueueSize,
     })],
   });
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  context.setGlobalContextManager(new ScopedContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   setTracingOn(true);

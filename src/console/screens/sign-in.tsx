@@ -1,7 +1,7 @@
 import { Alert, Anchor, Button, Center, Loader, Paper, Stack, Text, TextInput, Title } from '@mantine/core';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
-import { completeSignIn, lastTenant, signIn } from '../auth.ts';
+import { completeSignIn, lastTenant, sessionExpired, signIn } from '../auth.ts';
 
 /** Who signs in to which tenant: the tenant names the console client (`<tenant>-console`). */
 export function SignIn({ returnTo }: { returnTo: string }) {
@@ -19,7 +19,9 @@ export function SignIn({ returnTo }: { returnTo: string }) {
         }}>
           <Stack>
             <Title order={1} size="h2">svc console</Title>
-            <Text>Sign in with your administrator account.</Text>
+            {sessionExpired()
+              ? <Alert color="dark" variant="outline" role="status" title="Session expired">Your session expired and could not be renewed. Sign in again.</Alert>
+              : <Text>Sign in with your administrator account.</Text>}
             {error && <Alert color="red" role="alert">{error}</Alert>}
             <TextInput label="Tenant" required value={tenant} onChange={(e) => setTenant(e.currentTarget.value)} autoComplete="organization" />
             <Button type="submit" loading={busy}>Sign in</Button>

@@ -1,8 +1,10 @@
-import { Alert, Badge, Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { Alert, Anchor, Badge, Button, Group, Modal, NativeSelect, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { AdminUser } from '../../generated/types.ts';
-import { api } from '../api.ts';
+import { Link, useNavigate, useParams } from 'react-router';
+import type { AdminPiiPartitionSettings, AdminRoleList, AdminUser, AdminUserPiiMoved, AdminUserRoles } from '../../generated/types.ts';
+import { api, viewedTenant } from '../api.ts';
+import { Confirm, Details, Failure, fieldErrors, when } from '../forms.tsx';
 import { can } from '../auth.ts';
 import { MODAL, PagedTable } from '../paged.tsx';
 import { useSession } from '../session.ts';
@@ -36,7 +38,7 @@ export function UserList() {
         label="Users" path="/users" params={email ? { email } : {}} columns={['Email', 'Name', 'Status', ...(writer ? ['Actions'] : [])]}
         row={(u) => (
           <Table.Tr key={u.id}>
-            <Table.Td>{u.email}</Table.Td>
+            <Table.Td><Anchor component={Link} to={`/users/${encodeURIComponent(u.id)}`}>{u.email}</Anchor></Table.Td>
             <Table.Td>{u.name ?? '—'}</Table.Td>
             <Table.Td><Badge color={STATUS_COLOR[u.status]}>{u.status}</Badge></Table.Td>
             {writer && (
@@ -58,5 +60,125 @@ export function UserList() {
         </Stack>
       </Modal>
     </Stack>
+  );
+}
+
+/** One user: details, roles (assign, remove), lock, the PII partition move, and delete (confirmed). */
+export function UserDetail() {
+  const { id = '' } = useParams();
+  const session = useSession();
+  const navigate = useNavigate();
+  const queries = useQueryClient();
+  const path = `/users/${encodeURIComponent(id)}`;
+  const [confirming, setConfirming] = useState<'delete' | 'lock' | null>(null);
+  const user = useQuery({ queryKey: ['/users', viewedTenant(), id], queryFn: () => api<AdminUser>('GET', path) });
+  const refresh = () => queries.invalidateQueries({ queryKey: ['/users'] });
+  const lock = useMutation({ mutationFn: (on: boolean) => api<AdminUser>('POST', `${path}/${on ? 'lock' : 'unlock'}`), onSuccess: async () => { setConfirming(null); await refresh(); } });
+  const remove = useMutation({ mutationFn: () => api<void>('DELETE', path), onSuccess: async () => { await refresh(); navigate('/users'); } });
+  if (user.error) return <Failure error={user.error} />;
+  const u = user.data;
+  if (!u) return <Text>Loading…</Text>;
+  const writer = can(session, 'admin:users:write');
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={2}>{u.email}</Title>
+        <Badge color={STATUS_COLOR[u.status]}>{u.status}</Badge>
+      </Group>
+      <Details label="User details" rows={[
+        ['Id', u.id], ['Email', u.email], ['Name', u.name ?? '—'], ['Status', u.status], ['Email verified', u.email_verified ? 'yes' : 'no'],
+        ['Created', when(u.created_at)], ['Updated', when(u.updated_at)],
+      ]} />
+      <Failure error={lock.error} />
+      {writer && (
+        <Group>
+          {u.status === 'active' && <Button variant="outline" color="red.9" onClick={() => setConfirming('lock')}>Lock user</Button>}
+          {u.status === 'locked' && <Button variant="default" loading={lock.isPending} onClick={() => lock.mutate(false)}>Unlock user</Button>}
+          <Button variant="outline" color="red" onClick={() => setConfirming('delete')}>Delete user</Button>
+        </Group>
+      )}
+      {can(session, 'admin:roles:read') && <UserRoles userId={u.id} writer={can(session, 'admin:roles:write')} />}
+      {writer && <PiiMove userId={u.id} />}
+      <Confirm opened={confirming === 'lock'} title="Lock this user?" action="Lock user" pending={lock.isPending} error={lock.error} onConfirm={() => lock.mutate(true)} onClose={() => setConfirming(null)}>
+        <Text>{u.email} will not be able to sign in until unlocked. Tokens already issued stay valid.</Text>
+      </Confirm>
+      <Confirm opened={confirming === 'delete'} title="Delete this user?" action="Delete user" pending={remove.isPending} error={remove.error} onConfirm={() => remove.mutate()} onClose={() => setConfirming(null)}>
+        <Text>{u.email}, their role assignments and tokens are deleted. This cannot be undone.</Text>
+      </Confirm>
+    </Stack>
+  );
+}
+
+/** The user's roles: assigned from the tenant's roles, removed one by one. */
+function UserRoles({ userId, writer }: { userId: string; writer: boolean }) {
+  const queries = useQueryClient();
+  const path = `/users/${encodeURIComponent(userId)}/roles`;
+  const [pick, setPick] = useState('');
+  const assigned = useQuery({ queryKey: ['/users', viewedTenant(), userId, 'roles'], queryFn: () => api<AdminUserRoles>('GET', path) });
+  const roles = useQuery({ queryKey: ['/roles', viewedTenant(), 'all'], queryFn: () => api<AdminRoleList>('GET', '/roles?limit=100'), enabled: writer });
+  const change = useMutation({
+    mutationFn: (c: { add: boolean; roleId: string }) => (c.add ? api('POST', path, { role_id: c.roleId }) : api('DELETE', `${path}/${encodeURIComponent(c.roleId)}`)),
+    onSuccess: async () => { setPick(''); await queries.invalidateQueries({ queryKey: ['/users'] }); },
+  });
+  const have = assigned.data?.roles ?? [];
+  const options = (roles.data?.items ?? []).filter((r) => !have.some((h) => h.role_id === r.id)).map((r) => ({ value: r.id, label: r.name }));
+  return (
+    <Stack gap="xs">
+      <Title order={3}>Roles</Title>
+      <Failure error={assigned.error ?? change.error} />
+      <Table aria-label="Roles of the user">
+        <Table.Thead><Table.Tr><Table.Th>Role</Table.Th><Table.Th>Permissions</Table.Th><Table.Th>Assigned</Table.Th>{writer && <Table.Th>Actions</Table.Th>}</Table.Tr></Table.Thead>
+        <Table.Tbody>
+          {have.map((r) => (
+            <Table.Tr key={r.role_id}>
+              <Table.Td>{r.name}</Table.Td><Table.Td>{r.permissions.join(' ')}</Table.Td><Table.Td>{when(r.assigned_at)}</Table.Td>
+              {writer && <Table.Td><Button size="xs" variant="default" onClick={() => change.mutate({ add: false, roleId: r.role_id })} aria-label={`Remove role ${r.name}`}>Remove</Button></Table.Td>}
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+      {have.length === 0 && assigned.data && <Text>No roles.</Text>}
+      {writer && (
+        <form onSubmit={(e) => { e.preventDefault(); if (pick) change.mutate({ add: true, roleId: pick }); }}>
+          <Group align="flex-end">
+            <NativeSelect label="Role to assign" data={[{ value: '', label: 'Choose a role' }, ...options]} value={pick} onChange={(e) => setPick(e.currentTarget.value)} />
+            <Button type="submit" variant="default" loading={change.isPending} disabled={!pick}>Assign role</Button>
+          </Group>
+        </form>
+      )}
+    </Stack>
+  );
+}
+
+/** Moves the user's personal data to another partition of the server (copy, switch, delete: done when answered). */
+function PiiMove({ userId }: { userId: string }) {
+  const session = useSession();
+  const [partition, setPartition] = useState('');
+  const settings = useQuery({
+    queryKey: ['/settings/pii-partitions', viewedTenant()], queryFn: () => api<AdminPiiPartitionSettings>('GET', '/settings/pii-partitions'),
+    enabled: can(session, 'admin:settings:read'),
+  });
+  const move = useMutation({ mutationFn: (p: string) => api<AdminUserPiiMoved>('POST', `/users/${encodeURIComponent(userId)}/pii-partition`, { partition: p }) });
+  const err = fieldErrors(move.error);
+  const known = settings.data?.available_partitions;
+  return (
+    <form aria-label="PII partition" onSubmit={(e) => { e.preventDefault(); move.mutate(partition); }}>
+      <Stack gap="xs" maw={560}>
+        <Title order={3}>Personal data partition</Title>
+        <Text size="sm">Where this user's personal data is stored. Moving copies it, switches the user over, then deletes the old copy.</Text>
+        {move.error && !err('partition') && <Failure error={move.error} />}
+        {move.data && (
+          <Text role="status">
+            {move.data.moved ? `Moved from ${move.data.from_partition} to ${move.data.partition}.` : `Already in ${move.data.partition}: nothing moved.`}
+          </Text>
+        )}
+        <Group align="flex-start">
+          {known
+            ? <NativeSelect label="Move to partition" data={[{ value: '', label: 'Choose a partition' }, ...known]} value={partition} onChange={(e) => setPartition(e.currentTarget.value)} error={err('partition')} />
+            : <TextInput label="Move to partition" value={partition} onChange={(e) => setPartition(e.currentTarget.value)} error={err('partition')} />}
+          <Button type="submit" mt={25} variant="default" loading={move.isPending} disabled={!partition}>Move data</Button>
+        </Group>
+      </Stack>
+    </form>
   );
 }

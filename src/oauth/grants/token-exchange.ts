@@ -24,8 +24,11 @@ const SUBJECT_TYPES = new Set<string>([TOKEN_TYPE.accessToken, TOKEN_TYPE.jwt]);
  */
 export async function verifyPresentedToken(deps: Deps, token: string, tenant: string, what: 'subject' | 'actor', ahead?: ReadAhead[]): Promise<JwtPayload> {
   let payload: JwtPayload;
+  // The read started before client authentication decoded this same token string: its claims, and the
+  // keys it read for them, are this token's.
+  const read = aheadFor(ahead, token);
   try {
-    payload = await deps.tokens.accessTokens.verifyAsync(token);
+    payload = await deps.tokens.accessTokens.verifyAsync(token, read?.claims);
   } catch (err) {
     if (err instanceof JwtError) {
       const why = err.reason === 'expired' ? 'has expired' : err.reason === 'signature' || err.reason === 'unknown_key' || err.reason === 'algorithm' ? 'has an invalid signature' : 'is not a valid access token';
@@ -34,8 +37,7 @@ export async function verifyPresentedToken(deps: Deps, token: string, tenant: st
     throw err;
   }
   if (payload.tenant !== tenant) throw new OAuthError('invalid_grant', `The ${what} token belongs to another tenant.`);
-  // The read started before client authentication decoded this same token string, so it read these same claims' keys.
-  const state = await (aheadFor(ahead, token)?.state ?? deps.tokens.revocations.lookup(revocationSubject(payload, tenant)));
+  const state = await (read?.state ?? deps.tokens.revocations.lookup(revocationSubject(payload, tenant)));
   if (state.tenantRefused) throw new OAuthError('invalid_grant', `The ${what} token's tenant is suspended.`);
   if (state.revoked) throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
   return payload;
