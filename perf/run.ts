@@ -12,9 +12,13 @@ import { measureSignLimit } from './lib/signlimit.js';
 import { summaryLines, targetRows } from './lib/targets.js';
 import { attachSvc, startSvc, type Target } from './lib/target.js';
 import { num, parseArgs, say, stamp, str } from './lib/util.js';
+import { runWebhooks, webhookTargets } from './lib/webhooks.js';
 
 const USAGE = `usage: npm run perf -- <scenario> [options]
-scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu
+scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu, webhooks
+  webhooks [--wh-events N (20000)] [--wh-seconds S (10)] [--wh-rate R] [--wh-concurrency N] [--wh-keep-db]
+      outbox → relay → queue → signed POST to a loopback receiver → attempt recorded, through one
+      webhook-worker process: deliveries/s, event-to-receipt at half that rate, lost/duplicated
   cpu [--rates 500,1000,2000] [--sat-connections 64] [--no-floor] [--only ${Object.keys(CPU_SCENARIOS).join(',')}]
       CPU µs per request per process kind at fixed rates against a saturated closed loop, same run
   all  every scenario (login last), the cpu steps with closed loops of 64 and 256, then the peer:
@@ -34,12 +38,13 @@ async function main(): Promise<number> {
   const which = pos[0];
   if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
   const cpuRun = which === 'cpu';
+  const whOnly = which === 'webhooks';
   // Several scenarios in one run: `introspection-mix,peer` (the peer's introspection then sits beside svc's mix).
   // `all` is the full run of issue 19: every scenario, the CPU-per-request steps and closed loops of
   // `cpu`, and the peer. Login goes last: its e-mail backlog (the overload step queues thousands) would
   // be sent while the next scenario is measured.
   const full = which === 'all';
-  const names = full ? [...Object.keys(SCENARIOS).filter((n) => n !== 'login'), 'login', 'peer'] : cpuRun ? [] : which.split(',');
+  const names = full ? [...Object.keys(SCENARIOS).filter((n) => n !== 'login'), 'login', 'peer'] : cpuRun || whOnly ? [] : which.split(',');
   for (const n of names) if (n !== 'peer') scenarioByName(n);
   const withPeer = names.includes('peer');
   const svcNames = names.filter((n) => n !== 'peer');
@@ -64,8 +69,11 @@ async function main(): Promise<number> {
     // The signing limit is measured first, with nothing else busy on the machine.
     if (withPeer || cpuRun || full || names.includes('login')) rep.signLimit = await measureSignLimit(num(opts, 'sign-seconds', cpuRun ? 3 : 5));
 
+    // Webhooks: a worker process and a database of their own, before svc starts (its own relay would idle beside them).
+    if (whOnly || full) rep.webhooks = await runWebhooks(opts);
+
     let svc: Target | undefined;
-    if (opts.svc !== false) {
+    if (opts.svc !== false && !whOnly) {
       const needsSmtp = names.includes('login');
       const url = str(opts, 'url');
       if (url) {
@@ -136,7 +144,7 @@ async function main(): Promise<number> {
   } finally {
     await cleanup();
   }
-  rep.targets = targetRows(runs, rep.signLimit, rep.comparisons);
+  rep.targets = [...targetRows(runs, rep.signLimit, rep.comparisons), ...(rep.webhooks ? webhookTargets(rep.webhooks) : [])];
   rep.meta.loadavgEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const files = writeReport(rep, `${which}-${stamp()}`);
   console.log(`JSON report: ${files.json}`);

@@ -48,8 +48,12 @@ export type TxSql = PG.TransactionSql<Record<string, never>>;
 /** The pool or a transaction: what a repository runs its statements on. */
 export type Db = Sql | TxSql;
 
-/** The one Postgres client of a process. Values only through tagged templates. */
-export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'>, opts: { max?: number } = {}): Sql {
+/**
+ * The one Postgres client of a process. Values only through tagged templates. `asyncCommit`: a pool
+ * whose commits do not wait for the WAL flush (synchronous_commit off), for writes that can be lost in
+ * a Postgres crash because they are derived again (see docs/webhooks.md); never for anything else.
+ */
+export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize'>, opts: { max?: number; asyncCommit?: boolean } = {}): Sql {
   const { url, path } = unixSocket(config.databaseUrl);
   const sql = postgres(url, {
     ...(path ? { path } : {}),
@@ -64,7 +68,7 @@ export function createSql(config: Pick<Config, 'databaseUrl' | 'databasePoolSize
     // bigint columns (epoch ms) come back as JS numbers; they stay well below 2^53.
     types: { bigint: { to: 20, from: [20], serialize: (x: number | bigint) => String(x), parse: (x: string) => Number(x) } },
     transform: { undefined: null },
-    connection: { application_name: 'svc' },
+    connection: { application_name: 'svc', ...(opts.asyncCommit ? { synchronous_commit: 'off' } : {}) },
   });
   registerArrayTypes(sql.options as unknown as PgOptions);
   return hookStatements(sql, tracingOn ? [timeStatement, traceStatement] : [timeStatement]) as unknown as Sql;

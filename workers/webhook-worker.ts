@@ -4,10 +4,11 @@ import { DelayedError, type Job } from 'bullmq';
 import type { Config } from '../src/config.js';
 import { OutboxRelay, type RelayOptions } from '../src/events/relay.js';
 import type { Logger } from '../src/log.js';
-import { recordLogsInTx } from '../src/logging/pipeline.js';
 import { Store } from '../src/store/index.js';
-import { createSql } from '../src/sql.js';
-import { listTombstonedTenants, lockLiveTenants } from '../src/store/tenants.js';
+import { createSql, type Sql } from '../src/sql.js';
+import { WebhookRepository } from '../src/store/webhooks.js';
+import { CrossTenantAttempts, type AttemptKey, type AttemptRecord, type LoadedAttempt } from '../src/cross-tenant/webhook-attempts.js';
+import { Batcher } from '../src/webhooks/batcher.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
 import { deliveryJobId } from '../src/webhooks/queue.js';
 import type { SchemaTypes } from '../src/generated/types.js';
@@ -29,7 +30,27 @@ export interface RunningWebhookWorker {
 }
 
 /** What a delivery attempt runs with. */
-export interface WebhookContext { store: Store; config: Config; log: Logger; jobs: JobQueues }
+export interface WebhookContext { store: Store; config: Config; log: Logger; jobs: JobQueues; attempts: AttemptBatches }
+
+/**
+ * The loads and attempt records of the attempts in flight, each batch one statement (issue 35): a
+ * worker running WEBHOOK_CONCURRENCY attempts makes one read and one commit per batch instead of
+ * several round trips and a commit per attempt. An attempt's job ends only once its record committed,
+ * so a worker that dies with a batch unwritten leaves those jobs to run again (at least once).
+ */
+export interface AttemptBatches {
+  load(key: AttemptKey): Promise<LoadedAttempt | null>;
+  record(r: AttemptRecord): Promise<boolean>;
+  /** The pool whose commits do not wait for the WAL flush: for `queued_at` marks only, which the relay derives again. */
+  asyncSql: Sql;
+}
+
+export function attemptBatches(sql: Sql, asyncSql: Sql): AttemptBatches {
+  const db = new CrossTenantAttempts(sql);
+  const loads = new Batcher<AttemptKey, LoadedAttempt | null>((keys) => db.load(keys));
+  const records = new Batcher<AttemptRecord, boolean>((items) => db.record(items));
+  return { load: (k) => loads.submit(k), record: (r) => records.submit(r), asyncSql };
+}
 
 /**
  * The webhook worker process: the outbox relay plus the consumer of delivery attempts (src/jobs/table.ts,
@@ -38,11 +59,13 @@ export interface WebhookContext { store: Store; config: Config; log: Logger; job
 export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions; schedules?: boolean } = {}): Promise<RunningWebhookWorker> {
   const tracing = config.tracing ? startTracing(config.tracing, 'webhook-worker') : null;
   const sql = createSql(config);
+  // queued_at marks only (relay and retries): lost in a Postgres crash, they are derived again (docs/webhooks.md).
+  const asyncSql = createSql(config, { max: 2, asyncCommit: true });
   configureFieldSealing(config.keyEncryptionKey);
   const jobs = new JobQueues(config);
-  const relay = new OutboxRelay(sql, jobs, config.redisPrefix, log, opts.relay);
+  const relay = new OutboxRelay(sql, jobs, config.redisPrefix, log, opts.relay, asyncSql);
   const store = new Store(sql, PiiVault.fromConfig(config, sql));
-  const consumers = await startConsumers('webhook-worker', { store, config, log, jobs }, { config, log, jobs, schedules: opts.schedules });
+  const consumers = await startConsumers('webhook-worker', { store, config, log, jobs, attempts: attemptBatches(sql, asyncSql) }, { config, log, jobs, schedules: opts.schedules });
   await relay.start();
   // The outbox's backlog, read at scrape time by the process that relays it (svc_outbox_pending, svc_outbox_lag_seconds).
   const untrackOutbox = trackOutbox(() => outboxBacklog(sql));
@@ -55,24 +78,24 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
       await consumers.close();
       await jobs.close();
       await sql.end({ timeout: 5 });
+      await asyncSql.end({ timeout: 5 });
       await tracing?.close();
     })()),
   };
 }
 
 /** One attempt of one delivery. Idempotent: a job for an attempt that is no longer current does nothing. */
-export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { store, config, log, jobs }: WebhookContext, job: Job, token: string | undefined): Promise<string> {
+export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { store, config, log, jobs, attempts }: WebhookContext, job: Job, token: string | undefined): Promise<string> {
   const { tenantId, deliveryId, attempt } = data;
-  // Each job names its tenant: everything below goes through that tenant's repository.
-  const webhooks = store.forTenant(tenantId).webhooks;
-  const loaded = await webhooks.loadDelivery(deliveryId);
+  // Each job names its tenant: the delivery is read and recorded by (tenant, delivery), in batches.
+  const loaded = await attempts.load({ tenantId, deliveryId });
   if (!loaded) return 'gone';
   const { delivery: d, webhook: w } = loaded;
   if (d.status !== 'pending' || d.attempt !== attempt) return 'stale';
   // Nothing more is sent for a tenant being deleted.
-  if ((await listTombstonedTenants(store.sql, tenantId)).length) return 'gone';
+  if (loaded.tombstoned) return 'gone';
   if (w.status !== 'active') {
-    await webhooks.abandonDelivery(deliveryId, attempt, 'webhook is inactive', Date.now());
+    await store.forTenant(tenantId).webhooks.abandonDelivery(deliveryId, attempt, 'webhook is inactive', Date.now());
     return 'inactive';
   }
   // A job re-added without its delay (e.g. after queue data loss) waits for its due time.
@@ -94,25 +117,18 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { stor
   const completedAt = Date.now();
   countWebhookDelivery(r.ok, r.status);
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;
-  const recorded = await store.transaction(tenantId, async (s, tx) => {
-    // A tenant tombstoned while the request was out: nothing is recorded, no retry queued (its purge removes the rest).
-    if (!(await lockLiveTenants(tx, [tenantId])).size) return false;
-    const done = await s.webhooks.recordAttempt(deliveryId, attempt, {
-      ok: r.ok, responseStatus: r.status, responseTimeMs: r.durationMs, error: r.error, startedAt, completedAt, nextAttemptAt,
-    });
-    // The attempt as a log record, archived if and only if the attempt was recorded.
-    if (done) {
-      await recordLogsInTx(tx, [{ tenantId, logType: 'webhook_delivery', plane: 'control', lane: 'default', ts: completedAt, body: {
-        webhook_id: w.id, delivery_id: deliveryId, event: d.event, attempt, success: r.ok, response_status: r.status, duration_ms: r.durationMs, error: r.error,
-      } }]);
-    }
-    return done;
+  // The attempt row, the delivery's state, the counters and the attempt's log record, committed with
+  // the other attempts of its batch. Not recorded: a duplicate job, or a tenant tombstoned while the
+  // request was out (nothing is recorded, no retry queued; its purge removes the rest).
+  const recorded = await attempts.record({
+    tenantId, deliveryId, attempt, webhookId: w.id, event: d.event,
+    ok: r.ok, responseStatus: r.status, responseTimeMs: r.durationMs, error: r.error, startedAt, completedAt, nextAttemptAt,
   });
   if (recorded && nextAttemptAt !== null) {
     // Fast path; if this fails (or the process dies here) the relay finds the attempt unqueued and adds it.
     try {
       await jobs.add('webhook-delivery', { tenantId, deliveryId, attempt: attempt + 1 }, { jobId: deliveryJobId(deliveryId, attempt + 1), delay: Math.max(0, nextAttemptAt - Date.now()) });
-      await webhooks.markQueued(deliveryId, attempt + 1, Date.now());
+      await new WebhookRepository(attempts.asyncSql, tenantId).markQueued(deliveryId, attempt + 1, Date.now());
     } catch (err) {
       log.debug({ err: (err as Error).message }, 'could not enqueue retry; the relay will');
     }

@@ -4,6 +4,7 @@ import type { Soak, Step } from './ladder.js';
 import { KINDS } from './cpucost.js';
 import type { SignLimit } from './signlimit.js';
 import { RESULTS_DIR, ROOT } from './util.js';
+import type { WebhookRun } from './webhooks.js';
 
 export interface ScenarioRun {
   scenario: string;
@@ -44,6 +45,7 @@ export interface Report {
   signLimit?: SignLimit;
   comparisons?: Comparison[];
   targets?: Array<{ target: string; measured: string; limit: string; pass: boolean | undefined }>;
+  webhooks?: WebhookRun;
   ccVsSignLimit?: { svcCapacity?: number; peerCapacity?: number; signLimit: number; svcFraction?: number; peerFraction?: number };
 }
 

@@ -41,9 +41,12 @@ export class OutboxRelay {
   private readonly sentinelKey: string;
   /** The relay serves every tenant of its database: it reads and writes through the cross-tenant path only. */
   private readonly deliveries: CrossTenantDeliveries;
+  /** Where queued_at is marked: a pool with synchronous_commit off when given (a lost mark only repeats an add BullMQ ignores). */
+  private readonly marks: CrossTenantDeliveries;
 
-  constructor(private readonly sql: Sql, private readonly jobs: JobQueues, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}) {
+  constructor(private readonly sql: Sql, private readonly jobs: JobQueues, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}, markSql: Sql = sql) {
     this.deliveries = new CrossTenantDeliveries(sql);
+    this.marks = new CrossTenantDeliveries(markSql);
     this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, ...opts };
     this.sentinelKey = queueKeys.relaySentinel({ redisPrefix });
   }
@@ -99,7 +102,7 @@ export class OutboxRelay {
       opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
     })));
     // A delivery purged between the read and the add (its tenant deleted meanwhile) must not leave its job queued.
-    const gone = await this.deliveries.markQueued(items, Date.now());
+    const gone = await this.marks.markQueued(items, Date.now());
     for (const i of gone) await this.jobs.queue('webhooks').then((q) => q.remove(deliveryJobId(i.id, i.attempt))).catch(() => 0);
   }
 
