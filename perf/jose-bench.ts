@@ -18,8 +18,8 @@ const INFLIGHT = 64;
 const ISSUER = 'https://svc.perf.local';
 const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const kid = 'bench-rs256';
-const key: VerifyKey = { kid, alg: 'RS256', publicKey: pair.publicKey };
-const ring = { verifyKey: (k: string) => (k === kid ? key : undefined) };
+const key: VerifyKey = { kid, alg: 'RS256', publicKey: pair.publicKey, tenant: null };
+const ring = { verifyKeyFor: (k: string) => (k === kid ? key : undefined) };
 const joseVerifyKey = await importJWK({ ...pair.publicKey.export({ format: 'jwk' }) }, 'RS256');
 const joseSignKey = await importPKCS8(pair.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, 'RS256');
 

@@ -9,7 +9,8 @@ const USAGE = `usage: svc <command>
                      prints fresh secrets for the bootstrap clients each run)
   admin token [--tenant ID] [--ttl SECONDS]
                      mint a platform administrator access token
-  keys rotate        publish a new signing key, retire the active one (kept until its tokens expire)
+  keys rotate        publish a new signing key, retire the active one (kept until its tokens expire);
+                     --tenant ID rotates that tenant's own keys (its signing_algs) instead
   clients create --tenant ID --name NAME --grant-types a,b [--scopes a,b] [--audiences a,b]
                  [--access-token-ttl S] [--introspect] [--audience AUD] [--strict] [--json]
                      register a client; prints its id and secret once
@@ -88,8 +89,12 @@ async function run(argv: string[]): Promise<number> {
   if (cmd === 'keys' && rest[0] === 'rotate') {
     const sql = createSql(config, { max: 2 });
     try {
-      const { rotateKeys } = await import('./tokens/keys.js');
-      const r = await rotateKeys(sql, config.keyEncryptionKey, config.tokenSigningAlg, 86_400);
+      const { rotateKeys, KEY_VERIFY_WINDOW_SECONDS } = await import('./tokens/keys.js');
+      const { rotateTenantKeys } = await import('./tokens/tenant-keys.js');
+      const tenant = flag(rest, '--tenant');
+      // --tenant: that tenant's own keys (each algorithm of its signing_algs); otherwise the deployment's.
+      const r = tenant !== undefined ? await rotateTenantKeys(sql, config.keyEncryptionKey, tenant)
+        : await rotateKeys(sql, config.keyEncryptionKey, config.tokenSigningAlg, KEY_VERIFY_WINDOW_SECONDS);
       await notifyKeys(config);
       console.log(JSON.stringify(r));
       return 0;

@@ -49,7 +49,7 @@ export interface Config {
   readonly keyEncryptionKeySource: 'environment' | 'development-default';
   /** Whether NODE_ENV was set rather than defaulted to development (see keyMaterialWriteRefusal). */
   readonly nodeEnvExplicit: boolean;
-  readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256';
+  readonly tokenSigningAlg: 'RS256' | 'ES256' | 'PS256' | 'EdDSA';
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
   readonly smtpUrl: string;
@@ -190,7 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (nodeEnv === 'production' && kekHex.toLowerCase() === DEV_KEY_ENCRYPTION_KEY) problems.push('KEY_ENCRYPTION_KEY must not be the development key in production (it is published in the source)');
 
   const alg = str('TOKEN_SIGNING_ALG', 'RS256');
-  if (alg !== 'RS256' && alg !== 'ES256' && alg !== 'PS256') problems.push(`TOKEN_SIGNING_ALG must be RS256, ES256 or PS256, got "${alg}"`);
+  if (alg !== 'RS256' && alg !== 'ES256' && alg !== 'PS256' && alg !== 'EdDSA') problems.push(`TOKEN_SIGNING_ALG must be RS256, ES256, PS256 or EdDSA, got "${alg}"`);
 
   const region = str('REGION', 'local');
   if (!/^[a-z0-9-]{1,32}$/.test(region)) problems.push('REGION must be 1 to 32 of a-z, 0-9 and "-" (it is part of every jti)');

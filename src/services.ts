@@ -38,6 +38,8 @@ export interface TokenServices {
   accessTokens: AccessTokens;
   /** Key for client secret and API key hashes (derived from KEY_ENCRYPTION_KEY). */
   secretKey: Buffer;
+  /** After a key change committed (a tenant's `signing_algs`): reloads this process's ring and tells every other process to. */
+  keysChanged(): Promise<void>;
   /** Stops what createTokenServices started (also registered on the lifecycle when one is given). */
   close(): Promise<void>;
 }
@@ -110,6 +112,10 @@ export async function createTokenServices(config: Config, sql: Sql, redis: Redis
   return {
     keys, signer, sharding, revocations, clients, tenantSettings, plugins, resourceServers, statusLists, accessTokens,
     secretKey: deriveKey(config.keyEncryptionKey, 'client-secrets'),
+    keysChanged: async () => {
+      await redis.publish(keysChannel, 'changed').catch((err: Error) => log.warn({ err: err.message }, 'keys notice not sent; other processes reload on their timer'));
+      await keys.load().catch((err: Error) => log.error({ err: err.message }, 'key reload failed'));
+    },
     close: () => (closing ??= (async () => { for (const c of closers.reverse()) await c(); })()),
   };
 }

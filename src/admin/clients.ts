@@ -1,3 +1,4 @@
+import type { SigningAlg } from '../tokens/algorithms.js';
 import { createClient } from '../clients/create.js';
 import { metadataProblems } from '../clients/metadata.js';
 import { storedScopes, type Client } from '../clients/model.js';
@@ -23,7 +24,7 @@ export function clientView(c: ClientRow): Record<string, unknown> {
     client_id: c.client_id, tenant_id: c.tenant_id, name: c.name, token_endpoint_auth_method: c.token_endpoint_auth_method,
     grant_types: c.grant_types, scopes: c.scopes, redirect_uris: c.redirect_uris, post_logout_redirect_uris: c.post_logout_redirect_uris,
     allowed_audiences: c.allowed_audiences, audience: c.audience, strict_validation: c.strict_validation, can_introspect: c.can_introspect,
-    first_party: c.first_party, dpop_bound_access_tokens: c.dpop_bound_access_tokens, require_pushed_authorization_requests: c.require_pushed_authorization_requests, introspection_signed_response_alg: c.introspection_signed_response_alg, access_token_ttl: c.access_token_ttl, refresh_token_ttl: c.refresh_token_ttl, jwks: c.jwks,
+    first_party: c.first_party, dpop_bound_access_tokens: c.dpop_bound_access_tokens, require_pushed_authorization_requests: c.require_pushed_authorization_requests, introspection_signed_response_alg: c.introspection_signed_response_alg, id_token_signed_response_alg: c.id_token_signed_response_alg, access_token_ttl: c.access_token_ttl, refresh_token_ttl: c.refresh_token_ttl, jwks: c.jwks,
     permissions: c.permissions, tenant_scopes: c.tenant_scopes, status: c.status, registered_dynamically: c.registered_dynamically, created_at: Number(c.created_at), updated_at: Number(c.updated_at),
   };
 }
@@ -37,9 +38,9 @@ function patchOf(b: AdminClientCreate | AdminClientUpdate): ClientPatch {
 }
 
 /** No escalation through a client's permissions or tenant scopes; private_key_jwt needs its keys. */
-function checkPatch(ctx: AdminContext, p: ClientPatch, authMethod: Client['authMethod'], signingAlg: string): void {
+function checkPatch(ctx: AdminContext, p: ClientPatch, authMethod: Client['authMethod'], tenantAlgs: readonly SigningAlg[]): void {
   // The same metadata rules as dynamic registration (an update that leaves jwks out keeps the stored keys).
-  const problems = metadataProblems({ authMethod, jwks: p.jwks === undefined ? { keys: [] } : p.jwks, introspectionSignedResponseAlg: p.introspection_signed_response_alg }, signingAlg);
+  const problems = metadataProblems({ authMethod, jwks: p.jwks === undefined ? { keys: [] } : p.jwks, introspectionSignedResponseAlg: p.introspection_signed_response_alg, idTokenSignedResponseAlg: p.id_token_signed_response_alg }, tenantAlgs);
   if (Object.keys(problems).length) throw new ValidationError(problems);
   if (p.permissions) assertGrantable(ctx, p.permissions);
   if (p.tenant_scopes) assertScopesGrantable(ctx, p.tenant_scopes);
@@ -82,13 +83,13 @@ export function clientRoutes(deps: Deps): Route[] {
       handler: async ({ ctx, body, mutate }) => {
         const method = body.token_endpoint_auth_method;
         const fields = patchOf(body);
-        checkPatch(ctx, { ...fields, jwks: fields.jwks ?? null }, method, deps.config.tokenSigningAlg);
+        checkPatch(ctx, { ...fields, jwks: fields.jwks ?? null }, method, deps.tokens.keys.algsOf(ctx.tenantId));
         const out = await mutate(async (tx, store) => {
           const { client, clientSecret } = await createClient(tx, deps.tokens.secretKey, {
             tenantId: ctx.tenantId, clientId: body.client_id, name: body.name, authMethod: method, grantTypes: body.grant_types,
             scopes: fields.scopes, redirectUris: fields.redirect_uris, postLogoutRedirectUris: fields.post_logout_redirect_uris,
             allowedAudiences: fields.allowed_audiences, audience: fields.audience ?? null, strictValidation: fields.strict_validation,
-            canIntrospect: fields.can_introspect, firstParty: fields.first_party, dpopBoundAccessTokens: fields.dpop_bound_access_tokens, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests, introspectionSignedResponseAlg: fields.introspection_signed_response_alg ?? null, accessTokenTtl: fields.access_token_ttl ?? null,
+            canIntrospect: fields.can_introspect, firstParty: fields.first_party, dpopBoundAccessTokens: fields.dpop_bound_access_tokens, requirePushedAuthorizationRequests: fields.require_pushed_authorization_requests, introspectionSignedResponseAlg: fields.introspection_signed_response_alg ?? null, idTokenSignedResponseAlg: fields.id_token_signed_response_alg ?? null, accessTokenTtl: fields.access_token_ttl ?? null,
             refreshTokenTtl: fields.refresh_token_ttl ?? null, jwks: fields.jwks ?? null, permissions: fields.permissions, tenantScopes: fields.tenant_scopes,
           });
           const row = (await store.clients.get(client.clientId))!;
@@ -111,7 +112,7 @@ export function clientRoutes(deps: Deps): Route[] {
         const fields = patchOf(body);
         const row = await mutate(async (_tx, store) => {
           const cur = await loadPlain(store.clients, params.clientId!);
-          checkPatch(ctx, fields, cur.token_endpoint_auth_method, deps.config.tokenSigningAlg);
+          checkPatch(ctx, fields, cur.token_endpoint_auth_method, deps.tokens.keys.algsOf(ctx.tenantId));
           const next = (await store.clients.update(cur.client_id, fields))!;
           if (next.status === 'disabled' && cur.status !== 'disabled') await store.clients.revokeRefreshTokens(cur.client_id);
           return { result: next, before: clientView(cur), after: clientView(next) };

@@ -8,7 +8,10 @@ import { decodeCursor, page } from '../store/cursor.js';
 import { newId } from '../store/ids.js';
 import { enqueueTenantPurge } from '../tenants/purge.js';
 import { listAllTenants, TenantRepository, type Tenant, type TenantStatus } from '../store/tenants.js';
-import type { TxSql } from '../sql.js';
+import type { Sql, TxSql } from '../sql.js';
+import type { AdminTenantSettings } from '../generated/types.js';
+import type { SigningAlg } from '../tokens/algorithms.js';
+import { syncTenantKeys } from '../tokens/tenant-keys.js';
 import { found } from './route.js';
 import { adminRoute } from './route.js';
 
@@ -72,9 +75,11 @@ export function tenantRoutes(deps: Deps): Route[] {
       audit: { action: 'tenant.created', resourceType: 'tenant' },
       handler: async ({ ctx, body, mutate }) => {
         const id = body.id ?? newId('t').toLowerCase().replace(/[^a-z0-9-]/g, '-');
+        let keysMoved = false;
         const out = await mutate(async (tx: TxSql) => {
           const t = found(await new TenantRepository(tx, id).insert({ name: body.name, displayName: body.display_name, settings: body.settings }),
             () => new Conflict('conflict', 'A tenant with this id already exists.'));
+          keysMoved = await syncTenantKeys(tx as unknown as Sql, deps.config.keyEncryptionKey, id, body.settings?.signing_algs as SigningAlg[] | undefined);
           let admin: { client_id: string; client_secret: string } | undefined;
           if (body.admin_client) {
             // As `svc bootstrap` makes it, but scoped to this tenant alone: it administers the tenant, not the platform.
@@ -86,6 +91,7 @@ export function tenantRoutes(deps: Deps): Route[] {
           }
           return { result: { t, admin }, resourceId: id, after: { ...tenantView(t), admin_client_id: admin?.client_id ?? null } };
         });
+        if (keysMoved) await deps.tokens.keysChanged();
         await deps.tokens.tenantSettings.changed(out.t.id);
         return { status: 201, body: { ...tenantView(out.t), ...(out.admin ? { admin_client: out.admin } : {}) } };
       },
@@ -103,13 +109,19 @@ export function tenantRoutes(deps: Deps): Route[] {
       summary: 'Update a tenant: the fields given replace the stored ones (settings as a whole)', response: { 200: 'admin.tenant' }, errors: [404, 409],
       audit: { action: 'tenant.updated', resourceType: 'tenant' },
       handler: async ({ ctx, params, body, mutate }) => {
+        const t0 = params.id!;
+        let keysMoved = false;
         const t = await mutate(async (tx: TxSql) => {
-          const repo = new TenantRepository(tx, params.id!);
+          const repo = new TenantRepository(tx, t0);
           const cur = found(await repo.lock(), tenantNotFound);
           if (cur.status === 'deleting' || cur.status === 'deleted') throw new Conflict('conflict', `The tenant is ${cur.status}.`);
           const next = (await repo.update({ name: body.name, displayName: body.display_name, settings: body.settings }))!;
+          // The tenant's keys follow its signing_algs in the same transaction: a new algorithm's keys exist before any process signs with it.
+          keysMoved = await syncTenantKeys(tx as unknown as Sql, deps.config.keyEncryptionKey, t0, (next.settings as AdminTenantSettings).signing_algs as SigningAlg[] | undefined);
           return { result: next, before: tenantView(cur), after: tenantView(next) };
         });
+        // Keys first: a process that sees the new settings before its ring has reloaded still signs with a published key.
+        if (keysMoved) await deps.tokens.keysChanged();
         await deps.tokens.tenantSettings.changed(t.id);
         return { body: tenantView(t) };
       },

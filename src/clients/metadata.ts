@@ -1,3 +1,4 @@
+import { advertised, keyAlgOf, type SigningAlg } from '../tokens/algorithms.js';
 import type { Client } from './model.js';
 
 /**
@@ -10,15 +11,20 @@ export interface MetadataFields {
   authMethod: Client['authMethod'];
   jwks?: Client['jwks'] | undefined;
   introspectionSignedResponseAlg?: string | null | undefined;
+  idTokenSignedResponseAlg?: string | null | undefined;
 }
 
 /** JWK members that are private key material (RFC 7518 6.2.2, 6.3.2, 6.4). */
 const PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
 
-export function metadataProblems(m: MetadataFields, signingAlg: string): Record<string, string[]> {
+/** `tenantAlgs`: the algorithms the client's tenant signs with (KeyRing.algsOf), its default first. */
+export function metadataProblems(m: MetadataFields, tenantAlgs: readonly SigningAlg[]): Record<string, string[]> {
   const out: Record<string, string[]> = {};
-  // Signed introspection answers are made with the server's token key, so with its algorithm only.
-  if (m.introspectionSignedResponseAlg && m.introspectionSignedResponseAlg !== signingAlg) out.introspection_signed_response_alg = [`must be ${signingAlg}, the algorithm of this server's token signing key`];
+  // Signed introspection answers and ID tokens are made with the tenant's keys, so in an algorithm it enables.
+  const enabled = (alg: string) => tenantAlgs.includes(keyAlgOf(alg)!);
+  const why = `must be one of the algorithms this tenant signs with: ${advertised(tenantAlgs).join(', ')}`;
+  if (m.introspectionSignedResponseAlg && !enabled(m.introspectionSignedResponseAlg)) out.introspection_signed_response_alg = [why];
+  if (m.idTokenSignedResponseAlg && !enabled(m.idTokenSignedResponseAlg)) out.id_token_signed_response_alg = [why];
   if (m.authMethod === 'private_key_jwt' && !m.jwks) out.jwks = ['is required for private_key_jwt'];
   // A registered key is the client's public key; private members would be a secret stored in the clear.
   if (m.jwks?.keys.some((k) => k && typeof k === 'object' && Object.keys(k).some((member) => PRIVATE_MEMBERS.has(member)))) (out.jwks ??= []).push('must hold public keys only');

@@ -33,7 +33,7 @@ export async function issueSubjectToken(deps: Deps, store: TenantStore, r: Appro
   const exp = iat + ttl;
   const gen = deps.tokens.sharding.current(client.clientId);
   const jti = newJti(gen.generation, deps.config.region, gen.shardCount);
-  const token = await deps.tokens.signer.sign({ typ: TOKEN_TYPES.elevation }, {
+  const token = await deps.tokens.signer.sign(store.tenantId, { typ: TOKEN_TYPES.elevation }, {
     iss: deps.config.issuer, sub: r.target_subject_id, aud: client.clientId, iat, exp, jti, tenant: store.tenantId, client_id: client.clientId,
     grant_id: g.id, request_id: r.id, investigation_id: r.investigation_id, act: { sub: r.requester_id },
     authorization_details: g.authorization_details,

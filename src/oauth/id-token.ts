@@ -11,9 +11,11 @@ export function atHash(accessToken: string): string {
 
 export interface IdTokenInput {
   clientId: string; sub: string; email: string; emailVerified: boolean; authTime: number; nonce?: string; accessToken: string; tenant: string;
+  /** The client's `id_token_signed_response_alg`; the tenant's default algorithm when absent or no longer enabled. */
+  alg?: string | null;
 }
 
-/** Signs an ID token (OpenID Connect Core 2) with the same keys as access tokens, typ JWT. */
+/** Signs an ID token (OpenID Connect Core 2) with the tenant's keys, typ JWT, in the algorithm the client registered. */
 export async function issueIdToken(deps: Deps, t: IdTokenInput): Promise<string> {
   const iat = Math.floor(Date.now() / 1000);
   const claims: Record<string, unknown> = {
@@ -21,5 +23,5 @@ export async function issueIdToken(deps: Deps, t: IdTokenInput): Promise<string>
     ...(t.nonce !== undefined ? { nonce: t.nonce } : {}),
     at_hash: atHash(t.accessToken), email: t.email, email_verified: t.emailVerified, azp: t.clientId, tenant: t.tenant,
   };
-  return deps.tokens.signer.sign({ typ: TOKEN_TYPES.id }, claims);
+  return deps.tokens.signer.sign(t.tenant, { typ: TOKEN_TYPES.id }, claims, t.alg);
 }

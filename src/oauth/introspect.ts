@@ -93,7 +93,7 @@ export function introspectRoutes(deps: Deps): Route[] {
   }
 
   /**
-   * RFC 9701: the answer as a JWT signed with the server's key, for the introspecting client (aud is its
+   * RFC 9701: the answer as a JWT signed with the tenant's key (of the client's registered algorithm when the tenant enables it), for the introspecting client (aud is its
    * client_id, which openid-client and oauth4webapi check). Signing goes through the signing pool and its
    * admission, so a flood of signed introspections is refused at once rather than queued; the plain JSON
    * answer stays the fast path.
@@ -102,9 +102,9 @@ export function introspectRoutes(deps: Deps): Route[] {
     const signer = tokens.signer;
     if (!signer.admit()) throw new Overloaded(undefined, 'crypto_queue');
     try {
-      const jwt = await signer.sign({ typ: 'token-introspection+jwt' }, {
+      const jwt = await signer.sign(rs.tenantId, { typ: 'token-introspection+jwt' }, {
         iss: deps.config.issuer, aud: rs.clientId, iat: Math.floor(Date.now() / 1000), token_introspection: JSON.parse(answer) as Record<string, unknown>,
-      });
+      }, rs.introspectionSignedResponseAlg);
       return { headers: NO_STORE, type: INTROSPECTION_JWT, body: jwt };
     } finally { signer.release(); }
   }

@@ -38,7 +38,7 @@ interface Registrant { tenantId: string; policy: RegistrationPolicyRow; token: I
  * (src/admin/registration.ts) says who may register what.
  */
 export function registrationRoutes(deps: Deps): Route[] {
-  const { issuer, tokenSigningAlg } = deps.config;
+  const { issuer } = deps.config;
   const key = deps.tokens.secretKey;
   const uriOf = (clientId: string) => `${issuer}/register/${encodeURIComponent(clientId)}`;
   const registrants = new WeakMap<HttpRequest, Registrant>();
@@ -70,7 +70,7 @@ export function registrationRoutes(deps: Deps): Route[] {
   };
 
   /** The request's metadata with a software statement applied (its claims win), held to the policy. */
-  const fieldsOf = async (repo: RegistrationRepository, body: OauthClientRegistration, policy: RegistrationPolicyRow): Promise<{ fields: RegisteredFields; issuer: string | null }> => {
+  const fieldsOf = async (tenantId: string, repo: RegistrationRepository, body: OauthClientRegistration, policy: RegistrationPolicyRow): Promise<{ fields: RegisteredFields; issuer: string | null }> => {
     let metadata = body;
     let issuerOfStatement: string | null = null;
     if (body.software_statement !== undefined) {
@@ -80,7 +80,7 @@ export function registrationRoutes(deps: Deps): Route[] {
     } else if (policy.require_software_statement) {
       throw new OAuthError('invalid_software_statement', 'This tenant registers clients only with a software statement of a trusted issuer.');
     }
-    return { fields: registeredFields(metadata, policy, tokenSigningAlg), issuer: issuerOfStatement };
+    return { fields: registeredFields(metadata, policy, deps.tokens.keys.algsOf(tenantId)), issuer: issuerOfStatement };
   };
 
   /** After the commit: every process forgets its cached copy; a deleted client also loses its access tokens. */
@@ -123,7 +123,7 @@ export function registrationRoutes(deps: Deps): Route[] {
       handler: async ({ req, body }) => {
         const { tenantId, policy, token } = registrants.get(req)!;
         const repo = deps.store.forTenant(tenantId).registrations;
-        const { fields, issuer: iss } = await fieldsOf(repo, body, policy);
+        const { fields, issuer: iss } = await fieldsOf(tenantId, repo, body, policy);
         const actor: Actor = { tenantId, actor: { type: 'machine', id: token ? `initial-access-token:${token.id}` : 'open-registration', displayName: 'Dynamic client registration (RFC 7591)', email: null } };
         const out = await auditedChange(deps, actor, req, { action: 'client.create', resourceType: 'client' }, async (tx, store) => {
           // The use is spent with the client, in one transaction: the last use cannot register two clients.
@@ -134,7 +134,7 @@ export function registrationRoutes(deps: Deps): Route[] {
             tenantId, name: fields.name, authMethod: fields.authMethod, grantTypes: fields.grantTypes, scopes: fields.scopes, redirectUris: fields.redirectUris,
             postLogoutRedirectUris: fields.postLogoutRedirectUris, allowedAudiences: fields.allowedAudiences, jwks: fields.jwks,
             dpopBoundAccessTokens: fields.dpopBoundAccessTokens, requirePushedAuthorizationRequests: fields.requirePushedAuthorizationRequests,
-            introspectionSignedResponseAlg: fields.introspectionSignedResponseAlg, registeredDynamically: true,
+            introspectionSignedResponseAlg: fields.introspectionSignedResponseAlg, idTokenSignedResponseAlg: fields.idTokenSignedResponseAlg, registeredDynamically: true,
           });
           const registrationToken = randomToken(32);
           await store.registrations.insertRegistration({ clientId: client.clientId, tokenHash: hashSecret(key, registrationToken), metadata: fields.echo, initialAccessTokenId: token?.id ?? null, issuer: iss });
@@ -179,7 +179,7 @@ export function registrationRoutes(deps: Deps): Route[] {
         }
         const store = deps.store.forTenant(reg.tenant_id);
         const policy = effectivePolicy(reg.tenant_id, await store.registrations.policy());
-        const { fields, issuer: iss } = await fieldsOf(store.registrations, body, policy);
+        const { fields, issuer: iss } = await fieldsOf(reg.tenant_id, store.registrations, body, policy);
         const out = await auditedChange(deps, actor, req, { action: 'client.update', resourceType: 'client', resourceId: reg.client_id }, async (_tx, s) => {
           const cur = await s.clients.get(reg.client_id, true);
           if (!cur) throw invalidToken('The registration access token is invalid for this client.');
@@ -189,6 +189,7 @@ export function registrationRoutes(deps: Deps): Route[] {
             name: fields.name, grant_types: fields.grantTypes, scopes: fields.scopes, redirect_uris: fields.redirectUris, post_logout_redirect_uris: fields.postLogoutRedirectUris,
             allowed_audiences: fields.allowedAudiences, jwks: fields.jwks, dpop_bound_access_tokens: fields.dpopBoundAccessTokens,
             require_pushed_authorization_requests: fields.requirePushedAuthorizationRequests, introspection_signed_response_alg: fields.introspectionSignedResponseAlg,
+            id_token_signed_response_alg: fields.idTokenSignedResponseAlg,
           }))!;
           const registrationToken = randomToken(32);
           await s.registrations.updateRegistration(reg.client_id, hashSecret(key, registrationToken), fields.echo, iss);

@@ -5,12 +5,14 @@ import type { OauthClientRegistration } from '../generated/types.js';
 import { validate, validatorFor } from '../http/validate.js';
 import type { ClientRow } from '../store/clients.js';
 import type { RegistrationPolicyRow } from '../store/registrations.js';
+import type { SigningAlg } from '../tokens/algorithms.js';
 
 /** The client fields a registration sets; everything else keeps the defaults of an admin-created client. */
 export interface RegisteredFields {
   name: string; authMethod: Client['authMethod']; grantTypes: string[]; scopes: string[]; redirectUris: string[]; postLogoutRedirectUris: string[];
   allowedAudiences: string[]; jwks: Client['jwks']; dpopBoundAccessTokens: boolean; requirePushedAuthorizationRequests: boolean;
   introspectionSignedResponseAlg: string | null;
+  idTokenSignedResponseAlg: string | null;
   /** Informative metadata svc keeps only to answer it back (RFC 7591 3.2.1: all registered metadata). */
   echo: Record<string, unknown>;
 }
@@ -49,7 +51,7 @@ const notAllowed = (values: readonly string[], allowed: readonly string[]) => va
  * (src/clients/metadata.ts, the admin API's too). Defaults follow RFC 7591 2: grant type
  * authorization_code, response type code, client_secret_basic; scope and audiences the policy's.
  */
-export function registeredFields(m: OauthClientRegistration, policy: RegistrationPolicyRow, signingAlg: string): RegisteredFields {
+export function registeredFields(m: OauthClientRegistration, policy: RegistrationPolicyRow, tenantAlgs: readonly SigningAlg[]): RegisteredFields {
   if (m.jwks_uri !== undefined) throw meta('jwks_uri is not supported: send the public keys as jwks.');
   const grantTypes: string[] = m.grant_types ?? [GRANT.authorizationCode];
   const refused = notAllowed(grantTypes, policy.allowed_grant_types);
@@ -81,7 +83,7 @@ export function registeredFields(m: OauthClientRegistration, policy: Registratio
   const badAudiences = notAllowed(allowedAudiences, policy.allowed_audiences);
   if (badAudiences.length) throw meta(`allowed_audiences not allowed in this tenant: ${badAudiences.join(', ')}.`);
   const jwks = (m.jwks ?? null) as Client['jwks'];
-  const problems = metadataProblems({ authMethod, jwks, introspectionSignedResponseAlg: m.introspection_signed_response_alg ?? null }, signingAlg);
+  const problems = metadataProblems({ authMethod, jwks, introspectionSignedResponseAlg: m.introspection_signed_response_alg ?? null, idTokenSignedResponseAlg: m.id_token_signed_response_alg ?? null }, tenantAlgs);
   const first = Object.entries(problems)[0];
   if (first) throw meta(`${first[0]} ${first[1].join(', ')}.`);
   const echo: Record<string, unknown> = {};
@@ -89,7 +91,7 @@ export function registeredFields(m: OauthClientRegistration, policy: Registratio
   return {
     name: m.client_name ?? DEFAULT_NAME, authMethod, grantTypes, scopes, redirectUris, postLogoutRedirectUris, allowedAudiences, jwks,
     dpopBoundAccessTokens: m.dpop_bound_access_tokens ?? false, requirePushedAuthorizationRequests: m.require_pushed_authorization_requests ?? false,
-    introspectionSignedResponseAlg: m.introspection_signed_response_alg ?? null, echo,
+    introspectionSignedResponseAlg: m.introspection_signed_response_alg ?? null, idTokenSignedResponseAlg: m.id_token_signed_response_alg ?? null, echo,
   };
 }
 
@@ -112,6 +114,7 @@ export function registrationView(c: ClientRow, echo: Record<string, unknown>, re
     allowed_audiences: c.allowed_audiences, dpop_bound_access_tokens: c.dpop_bound_access_tokens,
     require_pushed_authorization_requests: c.require_pushed_authorization_requests,
     ...(c.jwks ? { jwks: c.jwks } : {}), ...(c.introspection_signed_response_alg ? { introspection_signed_response_alg: c.introspection_signed_response_alg } : {}),
+    ...(c.id_token_signed_response_alg ? { id_token_signed_response_alg: c.id_token_signed_response_alg } : {}),
     ...echo, registration_client_uri: registrationClientUri,
   };
 }

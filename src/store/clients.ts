@@ -22,6 +22,8 @@ export interface Client {
   requirePushedAuthorizationRequests: boolean;
   /** RFC 9701: introspection answers to this client are always signed JWTs (with this algorithm). */
   introspectionSignedResponseAlg: string | null;
+  /** OpenID Connect Registration 2: the algorithm of this client's ID tokens (the tenant's default when null). */
+  idTokenSignedResponseAlg: string | null;
   canIntrospect: boolean;
   firstParty: boolean;
   accessTokenTtl: number | null;
@@ -40,7 +42,7 @@ export interface Client {
 export interface ClientRow {
   client_id: string; tenant_id: string; name: string; token_endpoint_auth_method: Client['authMethod']; grant_types: string[]; scopes: string[];
   redirect_uris: string[]; post_logout_redirect_uris: string[]; allowed_audiences: string[]; audience: string | null; strict_validation: boolean;
-  can_introspect: boolean; first_party: boolean; dpop_bound_access_tokens: boolean; require_pushed_authorization_requests: boolean; introspection_signed_response_alg: string | null; access_token_ttl: number | null; refresh_token_ttl: number | null; jwks: Client['jwks'];
+  can_introspect: boolean; first_party: boolean; dpop_bound_access_tokens: boolean; require_pushed_authorization_requests: boolean; introspection_signed_response_alg: string | null; id_token_signed_response_alg: string | null; access_token_ttl: number | null; refresh_token_ttl: number | null; jwks: Client['jwks'];
   permissions: string[]; tenant_scopes: Client['tenantScopes']; status: Client['status']; registered_dynamically: boolean; created_at: number; updated_at: number;
 }
 
@@ -50,7 +52,7 @@ export interface NewClient {
   clientId: string; name: string; secretHash: Buffer | null; authMethod?: Client['authMethod'] | undefined;
   grantTypes: string[]; scopes?: string[] | undefined; redirectUris?: string[] | undefined; postLogoutRedirectUris?: string[] | undefined;
   allowedAudiences?: string[] | undefined; audience?: string | null | undefined; strictValidation?: boolean | undefined;
-  canIntrospect?: boolean | undefined; firstParty?: boolean | undefined; dpopBoundAccessTokens?: boolean | undefined; requirePushedAuthorizationRequests?: boolean | undefined; introspectionSignedResponseAlg?: string | null | undefined; accessTokenTtl?: number | null | undefined;
+  canIntrospect?: boolean | undefined; firstParty?: boolean | undefined; dpopBoundAccessTokens?: boolean | undefined; requirePushedAuthorizationRequests?: boolean | undefined; introspectionSignedResponseAlg?: string | null | undefined; idTokenSignedResponseAlg?: string | null | undefined; accessTokenTtl?: number | null | undefined;
   refreshTokenTtl?: number | null | undefined; jwks?: Client['jwks'] | undefined; permissions?: string[] | undefined;
   tenantScopes?: Client['tenantScopes'] | undefined; registeredDynamically?: boolean | undefined;
 }
@@ -60,12 +62,12 @@ export interface ClientPatch {
   name?: string | undefined; grant_types?: string[] | undefined; scopes?: string[] | undefined; redirect_uris?: string[] | undefined;
   post_logout_redirect_uris?: string[] | undefined; allowed_audiences?: string[] | undefined; audience?: string | null | undefined;
   strict_validation?: boolean | undefined; can_introspect?: boolean | undefined; first_party?: boolean | undefined;
-  dpop_bound_access_tokens?: boolean | undefined; require_pushed_authorization_requests?: boolean | undefined; introspection_signed_response_alg?: string | null | undefined; access_token_ttl?: number | null | undefined; refresh_token_ttl?: number | null | undefined; jwks?: Client['jwks'] | undefined;
+  dpop_bound_access_tokens?: boolean | undefined; require_pushed_authorization_requests?: boolean | undefined; introspection_signed_response_alg?: string | null | undefined; id_token_signed_response_alg?: string | null | undefined; access_token_ttl?: number | null | undefined; refresh_token_ttl?: number | null | undefined; jwks?: Client['jwks'] | undefined;
   permissions?: string[] | undefined; tenant_scopes?: Client['tenantScopes'] | undefined; status?: Client['status'] | undefined;
 }
 
 const COLS = (sql: Db) => sql`client_id, tenant_id, name, token_endpoint_auth_method, grant_types, scopes, redirect_uris, post_logout_redirect_uris,
-  allowed_audiences, audience, strict_validation, can_introspect, first_party, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg, access_token_ttl, refresh_token_ttl, jwks, permissions,
+  allowed_audiences, audience, strict_validation, can_introspect, first_party, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg, id_token_signed_response_alg, access_token_ttl, refresh_token_ttl, jwks, permissions,
   tenant_scopes, status, registered_dynamically, created_at, updated_at`;
 
 export function toClient(r: StoredRow): Client {
@@ -73,7 +75,7 @@ export function toClient(r: StoredRow): Client {
     clientId: r.client_id, tenantId: r.tenant_id, name: r.name, secretHash: r.secret_hash, authMethod: r.token_endpoint_auth_method,
     grantTypes: r.grant_types, scopes: r.scopes, redirectUris: r.redirect_uris, postLogoutRedirectUris: r.post_logout_redirect_uris,
     allowedAudiences: r.allowed_audiences, audience: r.audience, strictValidation: r.strict_validation, canIntrospect: r.can_introspect,
-    firstParty: r.first_party, dpopBoundAccessTokens: r.dpop_bound_access_tokens, requirePushedAuthorizationRequests: r.require_pushed_authorization_requests, introspectionSignedResponseAlg: r.introspection_signed_response_alg, accessTokenTtl: r.access_token_ttl, refreshTokenTtl: r.refresh_token_ttl, jwks: r.jwks,
+    firstParty: r.first_party, dpopBoundAccessTokens: r.dpop_bound_access_tokens, requirePushedAuthorizationRequests: r.require_pushed_authorization_requests, introspectionSignedResponseAlg: r.introspection_signed_response_alg, idTokenSignedResponseAlg: r.id_token_signed_response_alg, accessTokenTtl: r.access_token_ttl, refreshTokenTtl: r.refresh_token_ttl, jwks: r.jwks,
     permissions: r.permissions, tenantScopes: r.tenant_scopes, status: r.status, registeredDynamically: r.registered_dynamically, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
   };
 }
@@ -89,11 +91,11 @@ export class ClientRepository {
     const [row] = await sql<StoredRow[]>`
       insert into clients (client_id, tenant_id, name, secret_hash, token_endpoint_auth_method, grant_types, scopes, redirect_uris,
         post_logout_redirect_uris, allowed_audiences, audience, strict_validation, can_introspect, first_party, access_token_ttl,
-        refresh_token_ttl, jwks, permissions, tenant_scopes, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg, registered_dynamically)
+        refresh_token_ttl, jwks, permissions, tenant_scopes, dpop_bound_access_tokens, require_pushed_authorization_requests, introspection_signed_response_alg, id_token_signed_response_alg, registered_dynamically)
       values (${c.clientId}, ${this.tenantId}, ${c.name}, ${c.secretHash}, ${c.authMethod ?? 'client_secret_basic'}, ${c.grantTypes},
         ${c.scopes ?? []}, ${c.redirectUris ?? []}, ${c.postLogoutRedirectUris ?? []}, ${c.allowedAudiences ?? []}, ${c.audience ?? null},
         ${c.strictValidation ?? false}, ${c.canIntrospect ?? false}, ${c.firstParty ?? false}, ${c.accessTokenTtl ?? null},
-        ${c.refreshTokenTtl ?? null}, ${c.jwks ? sql.json(c.jwks as never) : null}, ${c.permissions ?? []}, ${sql.json((c.tenantScopes ?? []) as never)}, ${c.dpopBoundAccessTokens ?? false}, ${c.requirePushedAuthorizationRequests ?? false}, ${c.introspectionSignedResponseAlg ?? null}, ${c.registeredDynamically ?? false})
+        ${c.refreshTokenTtl ?? null}, ${c.jwks ? sql.json(c.jwks as never) : null}, ${c.permissions ?? []}, ${sql.json((c.tenantScopes ?? []) as never)}, ${c.dpopBoundAccessTokens ?? false}, ${c.requirePushedAuthorizationRequests ?? false}, ${c.introspectionSignedResponseAlg ?? null}, ${c.idTokenSignedResponseAlg ?? null}, ${c.registeredDynamically ?? false})
       on conflict (client_id) do nothing
       returning *`;
     return row ? toClient(row) : null;
@@ -130,7 +132,8 @@ export class ClientRepository {
         strict_validation = ${keep(p.strict_validation, 'strict_validation')}, can_introspect = ${keep(p.can_introspect, 'can_introspect')},
         first_party = ${keep(p.first_party, 'first_party')}, dpop_bound_access_tokens = ${keep(p.dpop_bound_access_tokens, 'dpop_bound_access_tokens')},
         require_pushed_authorization_requests = ${keep(p.require_pushed_authorization_requests, 'require_pushed_authorization_requests')},
-        introspection_signed_response_alg = ${keep(p.introspection_signed_response_alg, 'introspection_signed_response_alg')}, access_token_ttl = ${keep(p.access_token_ttl, 'access_token_ttl')},
+        introspection_signed_response_alg = ${keep(p.introspection_signed_response_alg, 'introspection_signed_response_alg')},
+        id_token_signed_response_alg = ${keep(p.id_token_signed_response_alg, 'id_token_signed_response_alg')}, access_token_ttl = ${keep(p.access_token_ttl, 'access_token_ttl')},
         refresh_token_ttl = ${keep(p.refresh_token_ttl, 'refresh_token_ttl')},
         jwks = ${p.jwks !== undefined ? (p.jwks === null ? null : sql.json(p.jwks as never)) : sql`jwks`},
         permissions = ${keep(p.permissions, 'permissions')},

@@ -49,7 +49,7 @@ export class AccessTokens {
       iss: this.config.issuer, sub: t.sub, aud: t.aud, exp, iat, jti, client_id: t.clientId, scope: t.scope, tenant: t.tenant, ...t.extra,
     };
     if (status !== undefined) payload.status = status;
-    const token = await this.signer.sign({ typ: TOKEN_TYPES.access }, payload);
+    const token = await this.signer.sign(t.tenant, { typ: TOKEN_TYPES.access }, payload);
     return { token, jti, iat, exp };
   }
 

@@ -1,5 +1,6 @@
 import { constants, createPrivateKey, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
-import type { KeyRing, SigningAlg, VerifyKey } from './keys.js';
+import { headerAlgFits, type SigningAlg } from './algorithms.js';
+import type { KeyRing, VerifyKey } from './keys.js';
 
 /** Why a token was refused; callers map these to their endpoint's answer. */
 export type JwtFailure = 'malformed' | 'unknown_key' | 'algorithm' | 'signature' | 'type' | 'issuer' | 'expired' | 'not_yet_valid' | 'crit';
@@ -91,6 +92,9 @@ export function verifySignature(key: { alg: SigningAlg; publicKey: KeyObject }, 
       case 'RS256': return cryptoVerify('sha256', data, key.publicKey, signature);
       case 'PS256': return cryptoVerify('sha256', data, { key: key.publicKey, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 }, signature);
       case 'ES256': return signature.length === 64 && cryptoVerify('sha256', data, { key: key.publicKey, dsaEncoding: 'ieee-p1363' }, signature);
+      // RFC 8032 5.1: Ed25519 hashes internally (no digest named); its signature is always 64 bytes.
+      case 'EdDSA': return signature.length === 64 && key.publicKey.asymmetricKeyType === 'ed25519' && cryptoVerify(null, data, key.publicKey, signature);
+      default: return false;
     }
   } catch {
     return false;
@@ -103,6 +107,7 @@ export function signWith(alg: SigningAlg, privateKey: KeyObject, input: string):
     case 'RS256': return cryptoSign('sha256', data, privateKey);
     case 'PS256': return cryptoSign('sha256', data, { key: privateKey, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 });
     case 'ES256': return cryptoSign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' });
+    case 'EdDSA': return cryptoSign(null, data, privateKey);
   }
 }
 
@@ -126,11 +131,11 @@ export interface VerifyOptions {
 }
 
 /**
- * Verifies a token of our own issuance per RFC 8725: the kid must name one of our keys, the header alg
- * must equal that key's pinned alg, no crit extensions, the explicit type must match, exp is required.
+ * Verifies a token of our own issuance per RFC 8725: the kid must name one of our keys that verifies the
+ * token's tenant, the header alg must be a name of that key's pinned alg, no crit extensions, the explicit type must match, exp is required.
  * Keys named by jku/x5u/jwk/x5c headers are never fetched or used.
  */
-export function verifyJwt(ring: Pick<KeyRing, 'verifyKey'>, token: string, opts: VerifyOptions): DecodedJwt {
+export function verifyJwt(ring: Pick<KeyRing, 'verifyKeyFor'>, token: string, opts: VerifyOptions): DecodedJwt {
   const d = decodeJwt(token);
   return checkDecoded(d, keyOf(ring, d), opts);
 }
@@ -141,15 +146,19 @@ export function checkDecoded(d: DecodedJwt, key: VerifyKey | undefined, opts: Ve
   return checkClaims(d, opts);
 }
 
-/** Our key the header names; a kid that is not a string names none (String(["kid"]) would). */
-export function keyOf(ring: Pick<KeyRing, 'verifyKey'>, d: DecodedJwt): VerifyKey | undefined {
-  return typeof d.header.kid === 'string' ? ring.verifyKey(d.header.kid) : undefined;
+/**
+ * Our key the header names, if it may verify a token of the tenant the (not yet verified) payload names:
+ * a tenant's key verifies only that tenant's tokens (KeyRing.verifyKeyFor), so a token re-labelled for
+ * another tenant names no key. A kid that is not a string names none (String(["kid"]) would).
+ */
+export function keyOf(ring: Pick<KeyRing, 'verifyKeyFor'>, d: DecodedJwt): VerifyKey | undefined {
+  return typeof d.header.kid === 'string' ? ring.verifyKeyFor(d.header.kid, d.payload.tenant) : undefined;
 }
 
-/** The header checks that come before the signature: our kid, the key's pinned alg, no crit. */
+/** The header checks that come before the signature: our kid, the key's pinned alg (never none, HS*, or another key type's), no crit. */
 export function checkHeader(d: DecodedJwt, key: VerifyKey | undefined): VerifyKey {
   if (!key) throw new JwtError('unknown_key');
-  if (d.header.alg !== key.alg) throw new JwtError('algorithm');
+  if (!headerAlgFits(d.header.alg, key.alg)) throw new JwtError('algorithm');
   if (d.header.crit !== undefined) throw new JwtError('crit');
   return key;
 }

@@ -6,6 +6,7 @@ import { cryptoWaitSign, cryptoWaitVerify, trackPoolQueue } from '../metrics.js'
 import { PoolTrace } from '../tracing/pool.js';
 import { hasActiveSpan, tracingOn } from '../tracing/tracer.js';
 import { admitSigning } from './admission.js';
+import { headerAlgFits, keyAlgOf } from './algorithms.js';
 import { signingInput, signWith, verifySignature, type JwtHeader, type JwtPayload } from './jwt.js';
 import type { KeyRing, SigningKey, VerifyKey } from './keys.js';
 
@@ -127,7 +128,7 @@ class BatchQueue<K extends VerifyKey, O> {
 }
 
 /**
- * RS256/PS256/ES256 signing and verification. With CRYPTO_THREADS > 0 signing runs in a Piscina pool
+ * RS256/PS256/ES256/EdDSA signing and verification. With CRYPTO_THREADS > 0 signing runs in a Piscina pool
  * (batched); verification runs in the pool only with CRYPTO_VERIFY=pool, since an RSA verification costs
  * about as much as a message round trip (see perf/RESULTS.md). With CRYPTO_THREADS=0 everything is inline.
  */
@@ -163,9 +164,16 @@ export class Signer {
   admit(): boolean { return this.signQ?.admit() ?? true; }
   release(): void { this.signQ?.release(); }
 
-  sign(header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload): Promise<string> {
-    const key = this.ring.signingKey();
-    const input = signingInput({ alg: key.alg, kid: key.kid, ...header }, payload);
+  /**
+   * Signs a token of `tenant` with the tenant's key: of the algorithm `alg` names when the tenant enables
+   * it (an ID token's or introspection answer's client may ask for one), else of the tenant's default.
+   * The header carries the name asked for when it is one of the key's (EdDSA or Ed25519), else the key's.
+   */
+  sign(tenant: string, header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload, alg?: string | null): Promise<string> {
+    let key: SigningKey;
+    try { key = this.ring.signingKey(tenant, keyAlgOf(alg)); } catch (err) { return Promise.reject(err); }
+    const name = alg && headerAlgFits(alg, key.alg) ? alg : key.alg;
+    const input = signingInput({ alg: name, kid: key.kid, ...header }, payload);
     if (!this.signQ) return Promise.resolve(`${input}.${signWith(key.alg, key.privateKey, input).toString('base64url')}`);
     return this.signQ.push(key, input).then((sig) => `${input}.${sig}`);
   }

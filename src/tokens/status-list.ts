@@ -119,7 +119,7 @@ export class StatusLists {
       bits[i >> 3] = bits[i >> 3]! | (1 << (i & 7));
     }
     const iat = Math.floor(Date.now() / 1000);
-    return this.signer.sign({ typ: 'statuslist+jwt' }, {
+    return this.signer.sign(tenant, { typ: 'statuslist+jwt' }, {
       sub: this.uri(tenant, list), iat, exp: iat + LIST_TTL_SECONDS * 6, ttl: LIST_TTL_SECONDS,
       status_list: { bits: 1, lst: deflateSync(bits).toString('base64url') },
     });

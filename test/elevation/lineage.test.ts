@@ -191,7 +191,7 @@ t.test('an elevation subject token is refused from its exp on (no clock toleranc
   // The same token as the server would mint, but expired two seconds ago (inside the old 5 s tolerance).
   const now = Math.floor(Date.now() / 1000);
   const g = srv.deps.tokens.sharding.current(b.clients.exchanger.client_id);
-  const expired = await srv.deps.tokens.signer.sign({ typ: TOKEN_TYPES.elevation }, { ...sc, iat: now - 60, exp: now - 2, jti: newJti(g.generation, srv.config.region, g.shardCount) });
+  const expired = await srv.deps.tokens.signer.sign(String(sc.tenant), { typ: TOKEN_TYPES.elevation }, { ...sc, iat: now - 60, exp: now - 2, jti: newJti(g.generation, srv.config.region, g.shardCount) });
   const r = await exchangeRaw(b.clients.exchanger, expired, ELEVATION);
   t.equal(r.status, 400);
   t.match(await j(r), { error: 'invalid_grant', error_description: /expired/ });

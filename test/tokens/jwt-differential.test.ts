@@ -18,34 +18,51 @@ const ISSUER = 'https://issuer.test';
 const NOW = 1_800_000_000;
 const TOL = 5;
 
-type Name = 'rs' | 'ps' | 'es' | 'attacker' | 'attackerEc';
+type Name = 'rs' | 'ps' | 'es' | 'ed' | 'attacker' | 'attackerEc' | 'attackerEd';
 const pairs: Record<Name, { privateKey: KeyObject; publicKey: KeyObject }> = {
   rs: generateKeyPairSync('rsa', { modulusLength: 2048 }),
   ps: generateKeyPairSync('rsa', { modulusLength: 2048 }),
   es: generateKeyPairSync('ec', { namedCurve: 'P-256' }),
   attacker: generateKeyPairSync('rsa', { modulusLength: 2048 }),
   attackerEc: generateKeyPairSync('ec', { namedCurve: 'P-256' }),
+  ed: generateKeyPairSync('ed25519'),
+  attackerEd: generateKeyPairSync('ed25519'),
 };
+// The RSA keys are the deployment's (they verify any tenant's tokens); the ES256 and Ed25519 keys are
+// tenants' own, and verify only tokens whose tenant claim names their tenant (KeyRing.verifyKeyFor).
 const ours: Record<string, VerifyKey> = {
-  'kid-rs': { kid: 'kid-rs', alg: 'RS256', publicKey: pairs.rs.publicKey },
-  'kid-ps': { kid: 'kid-ps', alg: 'PS256', publicKey: pairs.ps.publicKey },
-  'kid-es': { kid: 'kid-es', alg: 'ES256', publicKey: pairs.es.publicKey },
+  'kid-rs': { kid: 'kid-rs', alg: 'RS256', publicKey: pairs.rs.publicKey, tenant: null },
+  'kid-ps': { kid: 'kid-ps', alg: 'PS256', publicKey: pairs.ps.publicKey, tenant: null },
+  'kid-es': { kid: 'kid-es', alg: 'ES256', publicKey: pairs.es.publicKey, tenant: 't-es' },
+  'kid-ed': { kid: 'kid-ed', alg: 'EdDSA', publicKey: pairs.ed.publicKey, tenant: 't-ed' },
 };
-const ring = { verifyKey: (kid: string) => (Object.hasOwn(ours, kid) ? ours[kid] : undefined) };
+const ring = {
+  verifyKeyFor: (kid: string, tenant: unknown) => {
+    const k = Object.hasOwn(ours, kid) ? ours[kid] : undefined;
+    return k && (k.tenant === null || k.tenant === tenant) ? k : undefined;
+  },
+};
 const policy: VerifyOptions = { typ: 'at+jwt', issuer: ISSUER, clockTolerance: TOL, now: NOW };
 const joseKeys = new Map<string, Awaited<ReturnType<typeof importJWK>>>();
-for (const k of Object.values(ours)) joseKeys.set(k.kid, await importJWK({ ...k.publicKey.export({ format: 'jwk' }) }, k.alg) as Awaited<ReturnType<typeof importJWK>>);
+/** Each key under each name of its algorithm: an Ed25519 key answers to EdDSA and to Ed25519 (RFC 9864). */
+const NAMES: Record<SigningAlg, string[]> = { RS256: ['RS256'], PS256: ['PS256'], ES256: ['ES256'], EdDSA: ['EdDSA', 'Ed25519'] };
+for (const k of Object.values(ours)) {
+  for (const alg of NAMES[k.alg]) joseKeys.set(`${k.kid} ${alg}`, await importJWK({ ...k.publicKey.export({ format: 'jwk' }) }, alg) as Awaited<ReturnType<typeof importJWK>>);
+}
 
-/** The same policy in jose's terms: our keys only by kid, the key's pinned alg, no crit at all. */
+/** The same policy in jose's terms: our keys only by kid and for their tenant, the key's pinned alg, no crit at all. */
 async function joseAccepts(token: string): Promise<boolean> {
   try {
-    await jwtVerify(token, (h: JWTHeaderParameters) => {
+    await jwtVerify(token, (h: JWTHeaderParameters, tok) => {
       if (h.crit !== undefined) throw new Error('crit is refused');
-      const k = typeof h.kid === 'string' ? ring.verifyKey(h.kid) : undefined;
-      if (!k || h.alg !== k.alg) throw new Error('not our key or not its algorithm');
-      return joseKeys.get(k.kid)!;
+      let tenant: unknown;
+      try { tenant = JSON.parse(new TextDecoder().decode(Buffer.from(String(tok.payload), 'base64url'))).tenant; } catch { /* names none */ }
+      const k = typeof h.kid === 'string' && Object.hasOwn(ours, h.kid) ? ours[h.kid] : undefined;
+      if (!k || (k.tenant !== null && k.tenant !== tenant)) throw new Error('not our key, or not this tenant\'s');
+      if (typeof h.alg !== 'string' || !NAMES[k.alg].includes(h.alg)) throw new Error('not its algorithm');
+      return joseKeys.get(`${k.kid} ${h.alg}`)!;
     }, {
-      algorithms: ['RS256', 'PS256', 'ES256'], typ: 'at+jwt', issuer: ISSUER, requiredClaims: ['exp', 'iat'],
+      algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA', 'Ed25519'], typ: 'at+jwt', issuer: ISSUER, requiredClaims: ['exp', 'iat'],
       clockTolerance: TOL, currentDate: new Date(NOW * 1000), maxTokenAge: Number.MAX_VALUE,
     });
     return true;
@@ -75,13 +92,17 @@ async function oursAccept(token: string): Promise<{ sync: boolean; async: boolea
 }
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url');
-const algOf: Record<Name, SigningAlg> = { rs: 'RS256', ps: 'PS256', es: 'ES256', attacker: 'RS256', attackerEc: 'ES256' };
+const algOf: Record<Name, string> = { rs: 'RS256', ps: 'PS256', es: 'ES256', ed: 'EdDSA', attacker: 'RS256', attackerEc: 'ES256', attackerEd: 'EdDSA' };
+/** The tenant a signer's tokens name: the owner of its key (the attackers' forge for the tenants whose keys they imitate). */
+const tenantOf: Record<Name, string | undefined> = { rs: undefined, ps: undefined, es: 't-es', ed: 't-ed', attacker: undefined, attackerEc: 't-es', attackerEd: 't-ed' };
 
 function signInput(name: Name, alg: string, input: string): Buffer {
   const data = Buffer.from(input);
   const key = pairs[name].privateKey;
   if (alg === 'none') return Buffer.alloc(0);
   if (alg === 'HS256') return createHmac('sha256', pairs[name].publicKey.export({ format: 'pem', type: 'spki' })).update(data).digest();
+  // Whatever the header says, an Ed25519 key can only make an Ed25519 signature (and so on for each key).
+  if (name === 'ed' || name === 'attackerEd') return sign(null, data, key);
   if (name === 'es' || name === 'attackerEc') return sign('sha256', data, { key, dsaEncoding: 'ieee-p1363' });
   if (alg === 'PS256') return sign('sha256', data, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 });
   return sign('sha256', data, key);
@@ -98,7 +119,9 @@ const rawNumber = (base: number) => fc.oneof(
 /** A claim's raw JSON value, or undefined to leave it out. */
 const claim = (usual: string, odd: fc.Arbitrary<string>) => fc.oneof(
   { weight: 12, arbitrary: fc.constant(usual as string | undefined) }, { weight: 6, arbitrary: odd.map((v) => v as string | undefined) }, { weight: 1, arbitrary: fc.constant(undefined) });
-const payloadJson = fc.record({
+const payloadJson = (name: Name) => fc.record({
+  tenant: mostly<string | undefined>(tenantOf[name] === undefined ? undefined : JSON.stringify(tenantOf[name]),
+    fc.constantFrom<string | undefined>('"t-es"', '"t-ed"', '"t-other"', '["t-ed"]', 'null', undefined), 12),
   iss: claim(JSON.stringify(ISSUER), fc.constantFrom('"https://other.test"', `"${ISSUER}/"`, '123', 'null', `[${JSON.stringify(ISSUER)}]`)),
   exp: claim(String(NOW + 300), rawNumber(NOW)),
   iat: claim(String(NOW), rawNumber(NOW)),
@@ -108,7 +131,7 @@ const payloadJson = fc.record({
   shape: mostly('object', fc.constantFrom('array', 'string', 'bom', 'badutf8', 'trailing'), 16),
 }).map((p) => {
   const entries: string[] = [];
-  for (const [k, v] of [['iss', p.iss], ['exp', p.exp], ['iat', p.iat], ['nbf', p.nbf], p.dup ?? [undefined, undefined]] as Array<[string | undefined, string | undefined]>) if (k && v !== undefined) entries.push(`"${k}":${v}`);
+  for (const [k, v] of [['iss', p.iss], ['exp', p.exp], ['iat', p.iat], ['nbf', p.nbf], ['tenant', p.tenant], p.dup ?? [undefined, undefined]] as Array<[string | undefined, string | undefined]>) if (k && v !== undefined) entries.push(`"${k}":${v}`);
   const obj = `{${entries.join(',')}${entries.length ? p.extra : p.extra.slice(1)}}`;
   switch (p.shape) {
     case 'array': return Buffer.from(`[${obj}]`);
@@ -120,11 +143,11 @@ const payloadJson = fc.record({
   }
 });
 
-const signer = fc.constantFrom<Name>('rs', 'rs', 'rs', 'rs', 'rs', 'ps', 'ps', 'es', 'es', 'attacker', 'attackerEc');
+const signer = fc.constantFrom<Name>('rs', 'rs', 'rs', 'rs', 'ps', 'ps', 'es', 'es', 'ed', 'ed', 'ed', 'attacker', 'attackerEc', 'attackerEd');
 const headerGen = (name: Name) => fc.record({
-  alg: mostly(algOf[name] as string, fc.constantFrom('RS256', 'PS256', 'ES256', 'HS256', 'none', 'RS512', 'rs256', 'ES256K'), 16),
-  kid: mostly<unknown>(`kid-${name === 'attacker' ? 'rs' : name === 'attackerEc' ? 'es' : name}`,
-    fc.constantFrom<unknown>('kid-rs', 'kid-ps', 'kid-es', 'unknown', '../../etc/passwd', "' or 1=1 --", ['kid-rs'], 1, null, undefined, 'KID-RS', 'kid-rs ', 'toString', '__proto__'), 16),
+  alg: mostly(algOf[name], fc.constantFrom('RS256', 'PS256', 'ES256', 'EdDSA', 'Ed25519', 'HS256', 'none', 'RS512', 'rs256', 'ES256K', 'eddsa', 'Ed448'), 16),
+  kid: mostly<unknown>(`kid-${name === 'attacker' ? 'rs' : name === 'attackerEc' ? 'es' : name === 'attackerEd' ? 'ed' : name}`,
+    fc.constantFrom<unknown>('kid-rs', 'kid-ps', 'kid-es', 'kid-ed', 'unknown', '../../etc/passwd', "' or 1=1 --", ['kid-rs'], 1, null, undefined, 'KID-RS', 'kid-rs ', 'toString', '__proto__'), 16),
   typ: mostly<unknown>('at+jwt', fc.constantFrom<unknown>('application/at+jwt', 'AT+JWT', 'Application/AT+JWT', 'JWT', 'jwt', 'x/at+jwt', 'at+jwt ', '', undefined, 1, ['at+jwt'])),
   crit: mostly<unknown>(undefined, fc.constantFrom<unknown>(['b64'], ['exp'], [], 'b64', ['kid'], [''], ['b64', 'b64']), 16),
   b64: mostly<unknown>(undefined, fc.constantFrom<unknown>(true, false, 'false'), 16),
@@ -176,7 +199,7 @@ function encode(bytes: Buffer, how: string): string {
 const after = mostly('none', fc.constantFrom('flip', 'flipLast', 'strip', 'dropSig', 'extraSeg', 'twoDots', 'lead', 'trail', 'sigPad', 'sigStd', 'sigSpace', 'sigTrailBits', 'sigTruncate', 'sigDouble', 'swapPayload'), 12);
 
 const tokenGen = signer.chain((name) => fc.record({
-  name: fc.constant(name), header: headerGen(name), payload: payloadJson, he: encoding, pe: encoding, after, bit: fc.nat(),
+  name: fc.constant(name), header: headerGen(name), payload: payloadJson(name), he: encoding, pe: encoding, after, bit: fc.nat(),
 }));
 
 function build(g: { name: Name; header: Buffer; payload: Buffer; he: string; pe: string; after: string; bit: number }): string {
@@ -227,6 +250,8 @@ t.test('our verifier and jose jwtVerify accept exactly the same tokens', async (
 t.test('fixed cases from RFC 8725 and the generator edges', async (t) => {
   const hdr = (o: Record<string, unknown>) => b64(JSON.stringify(o));
   const pl = b64(JSON.stringify({ iss: ISSUER, exp: NOW + 300, iat: NOW }));
+  const edPl = b64(JSON.stringify({ iss: ISSUER, exp: NOW + 300, iat: NOW, tenant: 't-ed' }));
+  const esPl = b64(JSON.stringify({ iss: ISSUER, exp: NOW + 300, iat: NOW, tenant: 't-es' }));
   const signed = (h: string, p = pl, name: Name = 'rs', alg = 'RS256') => `${h}.${p}.${b64(signInput(name, alg, `${h}.${p}`))}`;
   const cases: Array<[string, string, boolean]> = [
     ['valid', signed(hdr({ alg: 'RS256', kid: 'kid-rs', typ: 'at+jwt' })), true],
@@ -241,6 +266,18 @@ t.test('fixed cases from RFC 8725 and the generator edges', async (t) => {
     ['nbf as a string', signed(hdr({ alg: 'RS256', kid: 'kid-rs', typ: 'at+jwt' }), b64(JSON.stringify({ iss: ISSUER, exp: NOW + 300, iat: NOW, nbf: 'x' }))), false],
     ['whitespace inside a signed header segment', signed(` ${hdr({ alg: 'RS256', kid: 'kid-rs', typ: 'at+jwt' })}`), true],
     ['+ in a segment', signed(hdr({ alg: 'RS256', kid: 'kid-rs', typ: 'at+jwt' }).replace(/^(..)/, '$1+')), false],
+    ['EdDSA on the tenant\'s Ed25519 key', signed(hdr({ alg: 'EdDSA', kid: 'kid-ed', typ: 'at+jwt' }), edPl, 'ed', 'EdDSA'), true],
+    ['Ed25519 (RFC 9864) on the same key', signed(hdr({ alg: 'Ed25519', kid: 'kid-ed', typ: 'at+jwt' }), edPl, 'ed', 'Ed25519'), true],
+    ['ES256 on the tenant\'s ES256 key', signed(hdr({ alg: 'ES256', kid: 'kid-es', typ: 'at+jwt' }), esPl, 'es', 'ES256'), true],
+    ['ES256 header over the Ed25519 key', signed(hdr({ alg: 'ES256', kid: 'kid-ed', typ: 'at+jwt' }), edPl, 'ed', 'ES256'), false],
+    ['EdDSA header naming the ES256 key, signed by the Ed25519 key', signed(hdr({ alg: 'EdDSA', kid: 'kid-es', typ: 'at+jwt' }), esPl, 'ed', 'EdDSA'), false],
+    ['ES256 header naming the Ed25519 key, signed by the ES256 key', signed(hdr({ alg: 'ES256', kid: 'kid-ed', typ: 'at+jwt' }), edPl, 'es', 'ES256'), false],
+    ['HS256 with the Ed25519 public key as secret', signed(hdr({ alg: 'HS256', kid: 'kid-ed', typ: 'at+jwt' }), edPl, 'ed', 'HS256'), false],
+    ['alg none on the Ed25519 key', `${hdr({ alg: 'none', kid: 'kid-ed', typ: 'at+jwt' })}.${edPl}.`, false],
+    ['the Ed25519 tenant\'s key on a token of another tenant', signed(hdr({ alg: 'EdDSA', kid: 'kid-ed', typ: 'at+jwt' }), esPl, 'ed', 'EdDSA'), false],
+    ['the ES256 tenant\'s key on a token without a tenant', signed(hdr({ alg: 'ES256', kid: 'kid-es', typ: 'at+jwt' }), pl, 'es', 'ES256'), false],
+    ['an attacker\'s Ed25519 key under our kid', signed(hdr({ alg: 'EdDSA', kid: 'kid-ed', typ: 'at+jwt' }), edPl, 'attackerEd', 'EdDSA'), false],
+    ['Ed448 header on the Ed25519 key', signed(hdr({ alg: 'Ed448', kid: 'kid-ed', typ: 'at+jwt' }), edPl, 'ed', 'Ed448'), false],
   ];
   for (const [name, token, expected] of cases) {
     const [j, o] = await Promise.all([joseAccepts(token), oursAccept(token)]);

@@ -53,12 +53,12 @@ t.test('RFC 8725: only our keys, pinned algorithms, explicit types', async (t) =
   const withJwk = await mintJwt(attacker.privateKey, { alg: 'RS256', typ: 'at+jwt', kid: 'attacker', jwk: attacker.publicKey.export({ format: 'jwk' }) as never }, c);
   t.equal(await introspect(withJwk), false, 'embedded jwk is ignored');
   // Our key, but the wrong explicit type: an ID token is not an access token.
-  const idLike = await srv.deps.tokens.signer.sign({ typ: 'JWT' }, c);
+  const idLike = await srv.deps.tokens.signer.sign(String(c.tenant), { typ: 'JWT' }, c);
   t.equal(await introspect(idLike), false, 'typ JWT is refused where at+jwt is expected');
-  const crit = await srv.deps.tokens.signer.sign({ typ: 'at+jwt', crit: ['exp'] }, c);
+  const crit = await srv.deps.tokens.signer.sign(String(c.tenant), { typ: 'at+jwt', crit: ['exp'] }, c);
   t.equal(await introspect(crit), false, 'unknown crit is refused');
   const noExp = { ...c }; delete noExp.exp;
-  t.equal(await introspect(await srv.deps.tokens.signer.sign({ typ: 'at+jwt' }, noExp)), false, 'exp is required');
+  t.equal(await introspect(await srv.deps.tokens.signer.sign(String(c.tenant), { typ: 'at+jwt' }, noExp)), false, 'exp is required');
   t.equal(await introspect(good), true);
 });
 

@@ -134,7 +134,7 @@ export async function issueForUser(deps: Deps, client: Client, a: Approval, form
   const issued: IssuedForUser = { accessJti: at.jti, accessExp: at.exp };
   const [idToken, refresh] = await Promise.all([
     a.scope.includes('openid')
-      ? issueIdToken(deps, { clientId: client.clientId, sub: a.userId, email: a.email, emailVerified: true, authTime: a.authTime, nonce: a.nonce, accessToken: at.token, tenant: client.tenantId })
+      ? issueIdToken(deps, { clientId: client.clientId, sub: a.userId, email: a.email, emailVerified: true, authTime: a.authTime, nonce: a.nonce, accessToken: at.token, tenant: client.tenantId, alg: client.idTokenSignedResponseAlg })
       : undefined,
     client.grantTypes.includes(GRANT.refreshToken) && (a.scope.includes('offline_access') || client.firstParty)
       ? storeRefreshToken(deps.sql, {
