@@ -16,6 +16,10 @@ import { OperationsNav, operationsRoutes } from './operations.tsx';
 
 // Screens loaded when first opened, so the first load stays within its budget (ops/console-budget.mjs).
 const Webhooks = lazy(() => import('./screens/webhooks.tsx'));
+const Roles = lazy(() => import('./screens/roles.tsx'));
+const Policies = lazy(() => import('./screens/policies.tsx'));
+const Principals = lazy(() => import('./screens/principals.tsx'));
+const CheckKeys = lazy(() => import('./screens/check-keys.tsx'));
 
 /** The console's shell: header, navigation, and the screens by client-side route under /console. */
 export function App() {
@@ -53,6 +57,10 @@ function Signed() {
         {can(session, 'admin:clients:read') && <NavLink component={Link} to="/clients" label="Clients" />}
         {can(session, 'admin:users:read') && <NavLink component={Link} to="/users" label="Users" />}
         {can(session, 'admin:audit-log:read') && <NavLink component={Link} to="/audit" label="Audit log" />}
+        {can(session, 'admin:roles:read') && <NavLink component={Link} to="/roles" label="Roles" />}
+        {can(session, 'admin:policies:read') && <NavLink component={Link} to="/policies" label="Admin policies" />}
+        {can(session, 'admin:machine-principals:read') && <NavLink component={Link} to="/principals" label="Machine principals" />}
+        {can(session, 'admin:check-api-keys:read') && <NavLink component={Link} to="/check-keys" label="Check API keys" />}
         {can(session, 'admin:webhooks:read') && <NavLink component={Link} to="/webhooks" label="Webhooks" />}
         <OperationsNav session={session} />
       </AppShell.Navbar>
@@ -70,6 +78,10 @@ function Signed() {
           <Route path="/users/:id" element={<UserDetail />} />
           <Route path="/audit" element={<AuditLog />} />
           <Route path="/webhooks/*" element={<Webhooks />} />
+          <Route path="/roles/*" element={<Roles />} />
+          <Route path="/policies/*" element={<Policies />} />
+          <Route path="/principals/*" element={<Principals />} />
+          <Route path="/check-keys/*" element={<CheckKeys />} />
           <Route path="*" element={<NotFoundScreen />} />
         </Routes></Suspense>
       </AppShell.Main>

@@ -298,7 +298,8 @@ if (!browser) {
     await fetch(`${base}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refresh, client_id: tenant.clients.console.client_id }) });
     await page.getByText('Your session expired and could not be renewed. Sign in again.').waitFor({ timeout: 20_000 });
     await checkScreen(t, page, 'session-expired');
-    t.same(problems, [], 'no console error, no CSP violation');
+    // The dropped renewal and the refused one are this test's doing: any other problem counts.
+    t.same(problems.filter((p) => !/\/token\b/.test(p)), [], 'no console error, no CSP violation');
     await page.context().close();
   });
 }

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
@@ -17,6 +17,8 @@ import { isolatedDatabase, startReceiver } from '../webhooks/fixtures.js';
 // The console's resource screens (issue 33) in Debian's Chromium against the real server: what an
 // operator sees when editing clients, running a tenant's lifecycle, and working on users; every screen
 // passes axe. A database of this file's own: the webhook relay serves every tenant of its database.
+// Seven browser journeys of 10 to 30 s each: more than the runner's 120 s a file.
+t.setTimeout(300_000);
 const db = await isolatedDatabase();
 const env = await startLoginEnv({ DATABASE_URL: db.url, WEBHOOK_ALLOW_PRIVATE: 'true', PII_PARTITIONS: 'eu' });
 const { srv, sink } = env;
@@ -145,13 +147,19 @@ if (!browser) {
   });
 
   t.test('a reader sees no edit, rotate or delete actions', async (t) => {
-    const email = await consoleAdministrator(srv, tenant.tenant_id, ['admin:clients:read', 'admin:users:read']);
+    const email = await consoleAdministrator(srv, tenant.tenant_id, ['admin:clients:read', 'admin:users:read', 'admin:roles:read', 'admin:webhooks:read', 'admin:check-api-keys:read']);
     const { page, problems } = await drive.watchedPage();
     await drive.signIn(page, tenant.tenant_id, email);
     await page.getByRole('link', { name: 'Clients' }).click();
     await page.getByRole('table', { name: 'Clients' }).getByRole('link', { name: tenant.clients.web.client_id }).click();
     await page.getByRole('table', { name: 'Client details' }).waitFor();
     for (const name of ['Edit client', 'Rotate secret', 'Disable client', 'Delete client']) t.equal(await page.getByRole('button', { name }).or(page.getByRole('link', { name })).count(), 0, `no ${name}`);
+    for (const [section, create] of [['Roles', 'New role'], ['Webhooks', 'New webhook'], ['Check API keys', 'New key']] as const) {
+      await page.getByRole('link', { name: section, exact: true }).click();
+      await page.getByRole('heading', { name: section }).waitFor();
+      t.equal(await page.getByRole('link', { name: create }).count(), 0, `no ${create}`);
+    }
+    t.equal(await page.getByRole('link', { name: 'Admin policies' }).count(), 0, 'no policies section without admin:policies:read');
     t.same(problems, [], 'no console error, no CSP violation');
     await page.context().close();
   });
@@ -279,6 +287,143 @@ if (browser) {
     t.equal(await page.getByRole('table', { name: 'Webhooks' }).getByRole('link', { name: 'Failing' }).count(), 0, 'the deleted webhook is gone from the list');
     t.equal((await fetch(`${base}/api/admin/webhooks/${failing.id}`, { headers: { authorization: `Bearer ${await adminToken(srv, { tenantId: owner.tenant_id, permissions: ['admin:*'] })}` } })).status, 404);
     await drive.checkScreen(t, page, 'webhooks');
+    t.same(problems, [], 'no console error, no CSP violation');
+    await page.context().close();
+  });
+}
+
+/** A fresh P-256 key pair's public (or, asked, private) JWK as JSON. */
+function jwk(withPrivate = false): string {
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return JSON.stringify((withPrivate ? privateKey : publicKey).export({ format: 'jwk' }));
+}
+
+if (browser) {
+  const drive = consoleDriver(browser, base, sink);
+
+  t.test('roles and admin policies: created (a validation error at its field), edited, activated and deleted', async (t) => {
+    const owner = await setupTenant(srv, 'cr-roles');
+    const email = await consoleAdministrator(srv, owner.tenant_id, ['admin:roles:read', 'admin:roles:write', 'admin:policies:read', 'admin:policies:write']);
+    const { page, problems } = await drive.watchedPage();
+    await drive.signIn(page, owner.tenant_id, email);
+    await page.getByRole('link', { name: 'Roles' }).click();
+    await page.getByRole('link', { name: 'New role' }).click();
+    await page.getByLabel('Name').fill('Document readers');
+    await page.getByLabel('Permissions').fill('documents:read\nnot|a-permission');
+    await page.getByRole('button', { name: 'Create role' }).click();
+    t.match(await errorOf(page, 'Permissions'), /item 2: must match pattern/, 'the server\'s message names the item, at the Permissions field');
+    await drive.checkScreen(t, page, 'role-create-error');
+    await page.getByLabel('Permissions').fill('documents:read\ndocuments:list');
+    await page.getByRole('button', { name: 'Create role' }).click();
+    const details = page.getByRole('table', { name: 'Role details' });
+    await details.getByText('documents:read documents:list').waitFor();
+    await page.getByLabel('Description').fill('Reads every document');
+    await page.getByRole('button', { name: 'Save role' }).click();
+    await details.getByText('Reads every document').waitFor();
+    await drive.checkScreen(t, page, 'role-detail');
+    await page.getByRole('button', { name: 'Delete role' }).click();
+    await page.getByRole('dialog', { name: 'Delete this role?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('table', { name: 'Roles' }).waitFor();
+    await page.getByText('Nothing here yet.').or(page.getByRole('table', { name: 'Roles' }).getByRole('row').nth(1)).first().waitFor();
+    t.equal(await page.getByRole('table', { name: 'Roles' }).getByRole('link', { name: 'Document readers' }).count(), 0, 'the deleted role is not listed');
+    await drive.checkScreen(t, page, 'roles');
+
+    await page.getByRole('link', { name: 'Admin policies' }).click();
+    await page.getByRole('link', { name: 'New policy' }).click();
+    await page.getByLabel('Name').fill('No user writes from outside');
+    await page.getByLabel('Actions').fill('write');
+    await page.getByLabel('Conditions').fill('[{"type": "ip_range"');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    t.match(await errorOf(page, 'Conditions'), /is not JSON/, 'conditions that are not JSON are caught at their field');
+    await page.getByLabel('Conditions').fill('[{"type": "ip_range", "params": {"cidrs": ["10.0.0.0/8"], "negate": true}}]');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    t.match(await errorOf(page, 'Resource types'), /fewer than 1 items/, 'the server\'s message stands at Resource types');
+    await drive.checkScreen(t, page, 'policy-create-error');
+    await page.getByLabel('Resource types').fill('users');
+    await page.getByRole('button', { name: 'Create policy' }).click();
+    const state = page.getByTestId('policy-state');
+    await state.filter({ hasText: 'inactive' }).waitFor();
+    t.ok(await page.getByRole('table', { name: 'Policy details' }).getByText('10.0.0.0/8', { exact: false }).isVisible(), 'its condition is shown');
+    await page.getByRole('button', { name: 'Activate' }).click();
+    await state.filter({ hasText: /^active$/ }).waitFor();
+    await drive.checkScreen(t, page, 'policy-detail');
+    await page.getByRole('button', { name: 'Delete policy' }).click();
+    await page.getByRole('dialog', { name: 'Delete this policy?' }).getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('table', { name: 'Admin policies' }).waitFor();
+    t.equal(await page.getByRole('link', { name: 'No user writes from outside' }).count(), 0, 'the deleted policy is not listed');
+    await drive.checkScreen(t, page, 'policies');
+    t.same(problems, [], 'no console error, no CSP violation');
+    await page.context().close();
+  });
+
+  t.test('machine principals and their keys (a private key refused at its field, rotation, revocation), and check API keys (shown once, revoked)', async (t) => {
+    const owner = await setupTenant(srv, 'cr-machines');
+    const email = await consoleAdministrator(srv, owner.tenant_id, ['admin:machine-principals:read', 'admin:machine-principals:write', 'admin:check-api-keys:read', 'admin:check-api-keys:write', 'admin:users:read']);
+    const { page, problems } = await drive.watchedPage();
+    await drive.signIn(page, owner.tenant_id, email);
+    await page.getByRole('link', { name: 'Machine principals' }).click();
+    await page.getByRole('link', { name: 'New principal' }).click();
+    await page.getByLabel('Display name').fill('Nightly sync');
+    await page.getByLabel('Type').selectOption('ci');
+    await page.getByLabel('Token lifetime (seconds)').fill('10');
+    await page.getByLabel('Permissions').fill('admin:users:read');
+    await page.getByRole('button', { name: 'Create principal' }).click();
+    t.match(await errorOf(page, 'Token lifetime (seconds)'), /must be >= 60/, 'the server\'s bound stands at its field');
+    await page.getByLabel('Token lifetime (seconds)').fill('600');
+    await page.getByRole('button', { name: 'Create principal' }).click();
+    await page.getByRole('table', { name: 'Principal details' }).getByText('admin:users:read').waitFor();
+
+    await page.getByLabel('Key name').fill('first');
+    await page.getByLabel('Public key (JWK)').fill(jwk(true));
+    await page.getByRole('button', { name: 'Add key' }).click();
+    t.match(await errorOf(page, 'Public key (JWK)'), /private key material/, 'a private key is refused, at the key field');
+    await drive.checkScreen(t, page, 'principal-key-error');
+    await page.getByLabel('Public key (JWK)').fill(jwk());
+    await page.getByRole('button', { name: 'Add key' }).click();
+    const keys = page.getByRole('table', { name: 'Keys' });
+    await keys.getByRole('row').filter({ hasText: 'first' }).filter({ hasText: 'active' }).waitFor();
+
+    await page.getByRole('button', { name: 'Rotate key first' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Rotate key first' });
+    await dialog.getByLabel('Key name').fill('second');
+    await dialog.getByLabel('Public key (JWK)').fill(jwk());
+    await drive.checkScreen(t, page, 'principal-key-rotate');
+    await dialog.getByRole('button', { name: 'Rotate key' }).click();
+    await keys.getByRole('row').filter({ hasText: 'first' }).filter({ hasText: 'rotating' }).waitFor();
+    await keys.getByRole('row').filter({ hasText: 'second' }).filter({ hasText: 'active' }).waitFor();
+    t.pass('the old key is rotating, its successor active');
+    await page.getByRole('button', { name: 'Revoke key second' }).click();
+    await page.getByRole('dialog', { name: 'Revoke this key?' }).getByRole('button', { name: 'Revoke key' }).click();
+    await keys.getByRole('row').filter({ hasText: 'second' }).filter({ hasText: 'revoked' }).waitFor();
+    await drive.checkScreen(t, page, 'principal-detail');
+    await page.getByRole('button', { name: 'Disable principal' }).click();
+    await page.getByRole('dialog', { name: 'Disable this principal?' }).getByRole('button', { name: 'Disable' }).click();
+    await page.getByTestId('principal-status').filter({ hasText: 'disabled' }).waitFor();
+    await page.getByRole('link', { name: 'Machine principals' }).click();
+    await page.getByRole('table', { name: 'Machine principals' }).getByRole('row').filter({ hasText: 'Nightly sync' }).filter({ hasText: 'disabled' }).waitFor();
+    await drive.checkScreen(t, page, 'principals');
+
+    await page.getByRole('link', { name: 'Check API keys' }).click();
+    await page.getByRole('link', { name: 'New key' }).click();
+    await page.getByLabel('Name').fill('Orders service');
+    await page.getByLabel('Client id').fill('no-such-client');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('alert').filter({ hasText: 'No such client.' }).waitFor();
+    await page.getByLabel('Client id').fill(owner.clients.web.client_id);
+    await page.getByLabel('Rate limit').selectOption('strict');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByTestId('check-key').textContent())!;
+    await drive.checkScreen(t, page, 'check-key-created');
+    await page.getByRole('link', { name: 'Back to the keys' }).click();
+    const row = page.getByRole('table', { name: 'Check API keys' }).getByRole('row').filter({ hasText: 'Orders service' });
+    await row.filter({ hasText: 'active' }).waitFor();
+    const prefix = (await row.locator('code').textContent())!;
+    t.ok(key.startsWith(prefix), 'the list names the key by its prefix');
+    t.notOk((await page.content()).includes(key), 'and never shows the key again');
+    await page.getByRole('button', { name: 'Revoke Orders service' }).click();
+    await page.getByRole('dialog', { name: 'Revoke this key?' }).getByRole('button', { name: 'Revoke key' }).click();
+    await row.filter({ hasText: 'revoked' }).waitFor();
+    await drive.checkScreen(t, page, 'check-keys');
     t.same(problems, [], 'no console error, no CSP violation');
     await page.context().close();
   });

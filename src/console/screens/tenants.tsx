@@ -9,7 +9,7 @@ import { Confirm, Details, Failure, fieldErrors, SecretOnce, when } from '../for
 import { PagedTable } from '../paged.tsx';
 import { useSession } from '../session.ts';
 
-const STATUS_COLOR: Record<AdminTenant['status'], string> = { active: 'teal.9', suspended: 'orange.9', deleting: 'red.9', deleted: 'gray.7' };
+const STATUS_COLOR: Record<AdminTenant['status'], string> = { active: 'teal.9', suspended: 'grape.9', deleting: 'red.9', deleted: 'gray.7' };
 
 /** Platform administrators only: every tenant of the server. */
 export function TenantList() {
