@@ -80,3 +80,26 @@ t.test('discovery names what is supported', async (t) => {
     t.same(m.code_challenge_methods_supported, ['S256']);
   }
 });
+
+t.test('TOKEN_SIGNING_ALG=EdDSA: the deployment keys are Ed25519, published under both names', async (t) => {
+  // The deployment's algorithm is server-wide, so this test has a database of its own.
+  const db = await tempDatabase();
+  t.teardown(db.drop);
+  await migrate(db.sql);
+  const srv = await startTestServer({ DATABASE_URL: db.url, TOKEN_SIGNING_ALG: 'EdDSA' });
+  t.teardown(() => srv.close());
+  const b = await setupTenant(srv, 'keys-ed');
+  const jwks = await j(await fetch(`${srv.url}/.well-known/jwks.json`));
+  t.same(jwks.keys.map((k: { alg: string }) => k.alg).sort(), ['Ed25519', 'Ed25519', 'EdDSA', 'EdDSA'], 'active and next key, each under EdDSA and Ed25519');
+  t.ok(jwks.keys.every((k: { kty: string; crv: string }) => k.kty === 'OKP' && k.crv === 'Ed25519'));
+  const token = (await j(await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' }))).access_token;
+  t.equal(header(token).alg, 'EdDSA');
+  t.equal((await j(await postForm(`${srv.url}/introspect`, b.clients.resource_server, { token }))).active, true);
+  const meta = await j(await fetch(`${srv.url}/.well-known/oauth-authorization-server`));
+  t.same(meta.access_token_signing_alg_values_supported, ['EdDSA', 'Ed25519']);
+  const r = await rotateKeys(srv.deps.sql, srv.config.keyEncryptionKey, 'EdDSA', 86_400);
+  await srv.deps.tokens.keys.load();
+  t.equal(header((await j(await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'client_credentials' }))).access_token).kid, r.active, 'rotation works for Ed25519 keys');
+  const x = await postForm(`${srv.url}/token`, b.clients.exchanger, { grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', subject_token: token });
+  t.equal(x.status, 200, 'the token of the retired key still verifies (token exchange checks it afresh)');
+});
