@@ -255,7 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: str('MAIL_FROM', 'svc <no-reply@svc.local>'),
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', nodeEnv !== 'production'),
     elevationSweepMs: int('ELEVATION_SWEEP_MS', 15_000, 200, 3_600_000),
-    webhookConcurrency: int('WEBHOOK_CONCURRENCY', 16, 1, 1000),
+    webhookConcurrency: int('WEBHOOK_CONCURRENCY', 128, 1, 1000),
     emailConcurrency: int('EMAIL_CONCURRENCY', 32, 1, 1000),
     pluginHealthIntervalMs: int('PLUGIN_HEALTH_INTERVAL_MS', 30_000, 100, 3_600_000),
     userJobLockMs: int('USER_JOB_LOCK_MS', 30_000, 1000, 600_000),

@@ -23,7 +23,11 @@ export interface NotifiedCacheOptions<V> {
   shareLoads?: boolean;
   /** The `cache` label of svc_cache_requests_total (default: `name` with spaces as underscores). */
   metric?: string;
+  /** At most this many entries (default 100,000); past it the oldest loaded goes first. */
+  maxEntries?: number;
 }
+
+const MAX_ENTRIES = 100_000;
 
 /**
  * A per-process cache of values read on hot paths: an entry lives `ttlMs`, a hit is answered without a
@@ -36,12 +40,15 @@ export class NotifiedCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();
   private readonly loading = new Map<string, Promise<V>>();
   private readonly missTtlMs: number;
+  private readonly maxEntries: number;
   private readonly counted: ReturnType<typeof cacheCounters>;
 
   constructor(private readonly opts: NotifiedCacheOptions<V>) {
     if (!(opts.ttlMs > 0)) throw new RangeError(`${opts.name} cache: ttlMs must be positive`);
+    if (opts.maxEntries !== undefined && !(opts.maxEntries >= 1)) throw new RangeError(`${opts.name} cache: maxEntries must be at least 1`);
     if (opts.channel !== undefined && !opts.pub) throw new TypeError(`${opts.name} cache: a channel needs a pub connection`);
     this.missTtlMs = opts.missTtlMs ?? opts.ttlMs;
+    this.maxEntries = opts.maxEntries ?? MAX_ENTRIES;
     this.counted = cacheCounters(opts.metric ?? opts.name.replace(/\s+/g, '_'));
   }
 
@@ -56,6 +63,11 @@ export class NotifiedCache<V> {
       const loader = load ?? this.opts.load;
       if (!loader) throw new TypeError(`${this.opts.name} cache: no loader`);
       p = loader(key).then((value) => {
+        // Keys come from requests (client ids, tenant ids in public URLs): a scan of made-up ones must not
+        // grow the process without bound. A Map iterates in insertion order, and a reload re-inserts, so
+        // the first key is the one loaded longest ago.
+        this.entries.delete(key);
+        if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
         this.entries.set(key, { value, until: Date.now() + (this.opts.isMiss?.(value) ? this.missTtlMs : this.opts.ttlMs) });
         return value;
       });

@@ -67,6 +67,20 @@ t.test('changed() in one process evicts the key in every subscribed one', async 
   t.ok(two!.get('a') instanceof Promise, 'clear() forgets every entry');
 });
 
+t.test('a scan of made-up keys keeps the cache at its bound, dropping the oldest loaded first', async (t) => {
+  const src = source();
+  const c = new NotifiedCache<string | null>({ name: 'test', ttlMs: 60_000, load: src.load, maxEntries: 100 });
+  await c.get('a');
+  for (let i = 0; i < 1000; i++) await c.get(`made-up-${i}`);
+  t.equal((c as unknown as { entries: Map<string, unknown> }).entries.size, 100, 'no more than the bound');
+  const before = src.loads();
+  t.equal(c.get('made-up-999'), null, 'the newest is still a hit');
+  const again = c.get('a');
+  t.ok(again instanceof Promise, 'the oldest was dropped: loaded again');
+  t.equal(await again, 'A1');
+  t.equal(src.loads(), before + 1);
+});
+
 t.test('bad options are programmer errors', async (t) => {
   t.throws(() => new NotifiedCache({ name: 'x', ttlMs: 0 }), new RangeError('x cache: ttlMs must be positive'));
   t.throws(() => new NotifiedCache({ name: 'x', ttlMs: 1, channel: 'c' }), new TypeError('x cache: a channel needs a pub connection'));
