@@ -12,7 +12,7 @@ export type FanOutHook = Pick<WebhookRow, 'tenant_id' | 'id' | 'events' | 'filte
 export interface NewDelivery { tenant_id: string; id: string; webhook_id: string; outbox_id: number; event: string; max_attempt: number; request_body: RequestBody; trace_context: string | null }
 
 /** A pending attempt, named by tenant and delivery: what one queue job carries. */
-export interface Unqueued { tenant_id: string; id: string; attempt: number; next_attempt_at: number }
+export interface Unqueued { tenant_id: string; id: string; attempt: number; next_attempt_at: number; trace_context?: string | null }
 
 /**
  * The background path of webhook delivery, for the outbox relay only: it works across tenants by
@@ -59,7 +59,7 @@ export class CrossTenantDeliveries {
   /** Pending deliveries whose current attempt is not (known to be) in the queue; none of a tombstoned tenant. */
   unqueued(limit: number): Promise<Unqueued[]> {
     return this.sql<Unqueued[]>`
-      select d.tenant_id, d.id, d.attempt, d.next_attempt_at from webhook_deliveries d
+      select d.tenant_id, d.id, d.attempt, d.next_attempt_at, d.trace_context from webhook_deliveries d
       where d.status = 'pending' and d.queued_at is null
         and not exists (select 1 from tenants t where t.id = d.tenant_id and t.status = any(${TOMBSTONE_STATUSES as string[]}::text[]))
       order by d.next_attempt_at limit ${limit}`;

@@ -5,6 +5,7 @@ import { CrossTenantDeliveries, type Unqueued } from '../cross-tenant/webhook-de
 import { planDeliveries } from '../webhooks/fan-out.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { deliveryJobId } from '../webhooks/queue.js';
+import { endWithError, spanUnder, tracingOn } from '../tracing/tracer.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 
 export interface RelayOptions {
@@ -97,10 +98,18 @@ export class OutboxRelay {
 
   private async enqueue(items: Unqueued[]): Promise<void> {
     const now = Date.now();
-    await this.jobs.addBulk('webhook-delivery', items.map((i) => ({
-      data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt },
-      opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
-    })));
+    // A delivery of a traced change shows the relay's part in that trace (the delivery continues it after).
+    const spans = tracingOn ? items.map((i) => spanUnder(i.trace_context, 'outbox relay', { 'svc.tenant_id': i.tenant_id, 'svc.attempt': i.attempt, 'messaging.batch.message_count': items.length })) : [];
+    try {
+      await this.jobs.addBulk('webhook-delivery', items.map((i) => ({
+        data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt },
+        opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
+      })));
+    } catch (err) {
+      for (const s of spans) if (s) endWithError(s, err);
+      throw err;
+    }
+    for (const s of spans) s?.end();
     // A delivery purged between the read and the add (its tenant deleted meanwhile) must not leave its job queued.
     const gone = await this.marks.markQueued(items, Date.now());
     for (const i of gone) await this.jobs.queue('webhooks').then((q) => q.remove(deliveryJobId(i.id, i.attempt))).catch(() => 0);

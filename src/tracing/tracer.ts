@@ -65,6 +65,15 @@ export async function continueTrace<T>(traceparent: string | null | undefined, n
   }
 }
 
+/**
+ * A span under a trace kept as a traceparent (an outbox event's), for work done on its behalf outside
+ * any request (the relay queueing its delivery); the caller ends it. Undefined with tracing off or no trace kept.
+ */
+export function spanUnder(traceparent: string | null | undefined, name: string, attrs: Attributes): Span | undefined {
+  if (!tracingOn || !traceparent) return undefined;
+  return tracer().startSpan(name, { kind: SpanKind.PRODUCER, attributes: attrs }, propagation.extract(ROOT_CONTEXT, { traceparent }));
+}
+
 /** Runs `fn` in a child span of the active one; with tracing off just runs it. */
 export async function inSpan<T>(name: string, attrs: Attributes, fn: () => Promise<T>): Promise<T> {
   if (!tracingOn) return fn();

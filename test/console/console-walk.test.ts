@@ -6,7 +6,8 @@ import { startJobsWorker } from '../../workers/jobs-worker.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { CHROMIUM, launchChromium } from '../helpers/browser.js';
 import { uniqueName } from '../helpers/env.js';
-import { setupTenant } from '../helpers/tokens.js';
+import { j } from '../helpers/http.js';
+import { adminToken, setupTenant } from '../helpers/tokens.js';
 import { startLoginEnv, uniqueEmail } from '../login/fixtures.js';
 import { isolatedDatabase, startReceiver } from '../webhooks/fixtures.js';
 import { consoleBrowser } from './browser.js';
@@ -174,6 +175,31 @@ if (!browser) {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Signed out' }).waitFor();
     t.same([...problems, ...second.problems], [], 'no console error, no CSP violation');
+    await page.context().close();
+  });
+
+  // Environment-wide, so here with this file's own database: a rotation started, its state shown, aborted.
+  t.test('a platform operator starts a lookup-key rotation, follows its state and aborts it', async (t) => {
+    const platform = await setupTenant(srv, 'walk-keys', true);
+    const op = await administrator(platform.tenant_id, ['admin:control-plane:read', 'admin:control-plane:write'], 'keys');
+    const { page, problems } = await watchedPage();
+    await signIn(page, platform.tenant_id, op.email);
+    await page.getByRole('link', { name: 'Lookup keys' }).click();
+    const id = uniqueName('rotation').replace(/[^a-zA-Z0-9._:-]/g, '-');
+    await page.getByLabel('Operation id').fill(id);
+    await page.getByRole('button', { name: 'Start a rotation with this id' }).click();
+    const state = page.getByTestId('rotation-state');
+    await state.filter({ hasText: 'planned' }).waitFor();
+    t.equal(await page.getByRole('progressbar', { name: 'Rotation progress' }).getAttribute('aria-valuenow'), '0', 'at the first state');
+    await checkScreen(t, page, 'lookup-rotation');
+    await page.getByRole('button', { name: 'Abort rotation' }).click();
+    await page.getByRole('dialog', { name: 'Abort this rotation?' }).getByRole('button', { name: 'Abort', exact: true }).click();
+    await state.filter({ hasText: 'blocked' }).waitFor();
+    t.equal(await page.getByRole('button', { name: 'Move to the next state' }).count(), 0, 'a blocked rotation offers no move');
+    const token = await adminToken(srv, { tenantId: platform.tenant_id, permissions: ['admin:control-plane:read'], platform: true });
+    const stored = await j(await fetch(`${base}/api/admin/platform/control-plane/lookup-hmac/rotations/${id}`, { headers: { authorization: `Bearer ${token}` } }));
+    t.equal(stored.rotation.state, 'blocked', 'as the server says');
+    t.same(problems, [], 'no console error, no CSP violation');
     await page.context().close();
   });
 }

@@ -151,6 +151,8 @@ t.test('an admin change is one trace from the request through the outbox and the
   const deliver = trace.find((s) => s.spanId === spanId)!;
   t.equal(deliver.name, 'webhook deliver', 'the receiver\'s traceparent names the delivery span');
   t.ok(descends(trace, deliver, server.spanId), 'the delivery span is under the admin request\'s span');
+  const relay = trace.find((s) => s.name === 'outbox relay');
+  t.ok(relay && descends(trace, relay, server.spanId), 'the relay queueing the delivery has its span in the same trace, under the request');
   t.equal(attr(deliver, 'http.response.status_code'), 200);
   t.notOk(bodies.join('\n').includes(email), 'no address in any exported span');
 });
