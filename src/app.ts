@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { approvalArtifactRoutes } from './account/approval-artifacts.js';
 import { consentRoutes } from './account/consents.js';
+import { userSessionRoutes } from './account/admin-user-sessions.js';
 import { accountRoutes } from './account/routes.js';
 import { adminRoutes } from './admin/index.js';
 import { webhookRoutes } from './admin/webhooks.js';
@@ -37,6 +38,7 @@ export function routesTable(deps: Deps, router: () => Router): Array<{ owner: st
     { owner: 'src/oauth/index.ts', routes: oauthRoutes(deps, router) },
     { owner: 'src/login/index.ts', routes: loginModules(deps) },
     { owner: 'src/account/consents.ts', routes: consentRoutes(deps) },
+    { owner: 'src/account/admin-user-sessions.ts', routes: userSessionRoutes(deps) },
     { owner: 'src/account/routes.ts', routes: accountRoutes(deps) },
     { owner: 'src/account/approval-artifacts.ts', routes: approvalArtifactRoutes(deps) },
     { owner: 'src/console-host/routes.ts', routes: consoleRoutes() },

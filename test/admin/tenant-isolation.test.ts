@@ -88,7 +88,7 @@ function fill(path: string): string {
     return path.replace(':requestId', bApproval.public_request_id).replace(':stepId', bApproval.approvals[0].id).replace(':grantId', 'agr_of_b_none');
   }
   return path.replace(':id', id).replace(':clientId', bClient.client_id).replace(':roleId', bRole.id)
-    .replace(':credentialId', bCred.id).replace(':deliveryId', 'whd_nope');
+    .replace(':credentialId', bCred.id).replace(':deliveryId', 'whd_nope').replace(':sessionId', 'rtf_nope').replace(':consentId', 'cns_nope');
 }
 
 const policyBody = { name: 'x', priority: 1, effect: 'deny', conditions: [], resource_types: ['users'], actions: ['write'] };

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { createLogger } from '../../src/log.js';
+import { storeRefreshToken } from '../../src/tokens/refresh-tokens.js';
 import { startJobsWorker } from '../../workers/jobs-worker.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { CHROMIUM, launchChromium } from '../helpers/browser.js';
@@ -168,6 +169,10 @@ if (!browser) {
     const someone = uniqueEmail('detail');
     const user = await arrange(tenant.tenant_id, 'POST', '/users', { email: someone });
     const role = await arrange(tenant.tenant_id, 'POST', '/roles', { name: uniqueName('readers'), permissions: ['documents:read'] });
+    // A sign-in of the user at the web client (a refresh token family) and their consent to it, as the login would leave them.
+    const web = tenant.clients.web.client_id;
+    await storeRefreshToken(srv.deps.sql, { tenantId: tenant.tenant_id, clientId: web, sub: user.id, scope: 'openid email', accessJti: null, authTime: null, ttlSeconds: 3600, generation: { generation: 1, shardCount: 16 } });
+    await srv.deps.store.forTenant(tenant.tenant_id).consents.upsert({ userId: user.id, clientId: web, scopes: ['openid', 'email'], policy: { privacyPolicyVersion: '1', tosVersion: '1', consentVersion: 1 } });
     const email = await consoleAdministrator(srv, tenant.tenant_id, ['admin:users:read', 'admin:users:write', 'admin:roles:read', 'admin:roles:write', 'admin:settings:read']);
     const { page, problems } = await drive.watchedPage();
     await drive.signIn(page, tenant.tenant_id, email);
@@ -185,6 +190,19 @@ if (!browser) {
     await page.getByRole('button', { name: `Remove role ${role.name}` }).click();
     await page.getByText('No roles.').waitFor();
     t.pass('a role assigned and removed');
+
+    const sessions = page.getByRole('table', { name: 'Sessions of the user' });
+    await sessions.getByRole('cell', { name: web, exact: true }).waitFor();
+    await page.getByRole('table', { name: 'Consents of the user' }).getByRole('row').filter({ hasText: web }).waitFor();
+    await page.getByRole('button', { name: `End session at ${web}` }).click();
+    await page.getByRole('dialog', { name: 'End this session?' }).getByRole('button', { name: 'End session' }).click();
+    await page.getByText('No sessions.').waitFor();
+    const live = await srv.deps.sql<{ n: number }[]>`select count(*)::int as n from refresh_tokens where tenant_id = ${tenant.tenant_id} and sub = ${user.id} and status = 'active'`;
+    t.equal(live[0]!.n, 0, 'the session\'s refresh token is revoked');
+    await page.getByRole('button', { name: `Withdraw consent to ${web}` }).click();
+    await page.getByRole('dialog', { name: 'Withdraw this consent?' }).getByRole('button', { name: 'Withdraw consent' }).click();
+    await page.getByText('No consents.').waitFor();
+    t.same(await srv.deps.store.forTenant(tenant.tenant_id).consents.listForUser(user.id), [], 'the consent is withdrawn');
 
     await page.getByLabel('Move to partition').selectOption('eu');
     await page.getByRole('button', { name: 'Move data' }).click();

@@ -2,7 +2,7 @@ import { Alert, Anchor, Badge, Button, Group, Modal, NativeSelect, Stack, Table,
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import type { AdminPiiPartitionSettings, AdminRoleList, AdminUser, AdminUserPiiMoved, AdminUserRoles } from '../../generated/types.ts';
+import type { AdminPiiPartitionSettings, AdminRoleList, AdminUser, AdminUserPiiMoved, AdminUserRoles, AdminUserSessionList, LoginConsentList } from '../../generated/types.ts';
 import { api, viewedTenant } from '../api.ts';
 import { Confirm, Details, Failure, fieldErrors, when } from '../forms.tsx';
 import { can } from '../auth.ts';
@@ -98,6 +98,8 @@ export function UserDetail() {
         </Group>
       )}
       {can(session, 'admin:roles:read') && <UserRoles userId={u.id} writer={can(session, 'admin:roles:write')} />}
+      <UserSessions userId={u.id} writer={writer} />
+      <UserConsents userId={u.id} writer={writer} />
       {writer && <PiiMove userId={u.id} />}
       <Confirm opened={confirming === 'lock'} title="Lock this user?" action="Lock user" pending={lock.isPending} error={lock.error} onConfirm={() => lock.mutate(true)} onClose={() => setConfirming(null)}>
         <Text>{u.email} will not be able to sign in until unlocked. Tokens already issued stay valid.</Text>
@@ -180,5 +182,74 @@ function PiiMove({ userId }: { userId: string }) {
         </Group>
       </Stack>
     </form>
+  );
+}
+
+/** The user's sessions at applications (live refresh token families); ending one is confirmed. */
+function UserSessions({ userId, writer }: { userId: string; writer: boolean }) {
+  const queries = useQueryClient();
+  const path = `/users/${encodeURIComponent(userId)}/sessions`;
+  const [ending, setEnding] = useState<AdminUserSessionList['sessions'][number] | null>(null);
+  const list = useQuery({ queryKey: ['/users', viewedTenant(), userId, 'sessions'], queryFn: () => api<AdminUserSessionList>('GET', path) });
+  const end = useMutation({
+    mutationFn: (id: string) => api<void>('DELETE', `${path}/${encodeURIComponent(id)}`),
+    onSuccess: async () => { setEnding(null); await queries.invalidateQueries({ queryKey: ['/users'] }); },
+  });
+  const rows = list.data?.sessions ?? [];
+  return (
+    <Stack gap="xs">
+      <Title order={3}>Sessions</Title>
+      <Failure error={list.error} />
+      <Table aria-label="Sessions of the user">
+        <Table.Thead><Table.Tr><Table.Th>Application</Table.Th><Table.Th>Scope</Table.Th><Table.Th>Started</Table.Th><Table.Th>Last used</Table.Th><Table.Th>Expires</Table.Th>{writer && <Table.Th>Actions</Table.Th>}</Table.Tr></Table.Thead>
+        <Table.Tbody>
+          {rows.map((r) => (
+            <Table.Tr key={r.id}>
+              <Table.Td>{r.client_id}</Table.Td><Table.Td>{r.scope}</Table.Td><Table.Td>{when(r.started_at)}</Table.Td><Table.Td>{when(r.last_used_at)}</Table.Td><Table.Td>{when(r.expires_at)}</Table.Td>
+              {writer && <Table.Td><Button size="xs" variant="outline" color="red.9" onClick={() => setEnding(r)} aria-label={`End session at ${r.client_id}`}>End</Button></Table.Td>}
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+      {list.data && rows.length === 0 && <Text>No sessions.</Text>}
+      <Confirm opened={ending !== null} title="End this session?" action="End session" pending={end.isPending} error={end.error} onConfirm={() => ending && end.mutate(ending.id)} onClose={() => setEnding(null)}>
+        <Text>{ending?.client_id} loses this sign-in: its refresh token and the access tokens issued from it stop working.</Text>
+      </Confirm>
+    </Stack>
+  );
+}
+
+/** The applications the user consented to; withdrawing a consent is confirmed. */
+function UserConsents({ userId, writer }: { userId: string; writer: boolean }) {
+  const queries = useQueryClient();
+  const path = `/users/${encodeURIComponent(userId)}/consents`;
+  const [revoking, setRevoking] = useState<LoginConsentList['consents'][number] | null>(null);
+  const list = useQuery({ queryKey: ['/users', viewedTenant(), userId, 'consents'], queryFn: () => api<LoginConsentList>('GET', path) });
+  const revoke = useMutation({
+    mutationFn: (id: string) => api<void>('DELETE', `${path}/${encodeURIComponent(id)}`),
+    onSuccess: async () => { setRevoking(null); await queries.invalidateQueries({ queryKey: ['/users'] }); },
+  });
+  const rows = list.data?.consents ?? [];
+  return (
+    <Stack gap="xs">
+      <Title order={3}>Consents</Title>
+      <Failure error={list.error} />
+      <Table aria-label="Consents of the user">
+        <Table.Thead><Table.Tr><Table.Th>Application</Table.Th><Table.Th>Scopes</Table.Th><Table.Th>Granted</Table.Th><Table.Th>Expires</Table.Th>{writer && <Table.Th>Actions</Table.Th>}</Table.Tr></Table.Thead>
+        <Table.Tbody>
+          {rows.map((c) => (
+            <Table.Tr key={c.id}>
+              <Table.Td>{c.clientName ? `${c.clientName} (${c.clientId})` : c.clientId}</Table.Td><Table.Td>{(c.selectedScopes ?? c.scopes).join(' ')}</Table.Td>
+              <Table.Td>{when(c.grantedAt)}</Table.Td><Table.Td>{when(c.expiresAt)}</Table.Td>
+              {writer && <Table.Td><Button size="xs" variant="outline" color="red.9" onClick={() => setRevoking(c)} aria-label={`Withdraw consent to ${c.clientId}`}>Withdraw</Button></Table.Td>}
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+      {list.data && rows.length === 0 && <Text>No consents.</Text>}
+      <Confirm opened={revoking !== null} title="Withdraw this consent?" action="Withdraw consent" pending={revoke.isPending} error={revoke.error} onConfirm={() => revoking && revoke.mutate(revoking.id)} onClose={() => setRevoking(null)}>
+        <Text>{revoking?.clientId} loses the user's consent: its tokens for the user stop working, and the user is asked again at the next sign-in.</Text>
+      </Confirm>
+    </Stack>
   );
 }
