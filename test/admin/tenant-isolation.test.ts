@@ -148,7 +148,7 @@ const bodies: Record<string, { body: unknown; b?: boolean }> = {
   'POST /api/admin/platform/control-plane/lookup-hmac/rotations/:operationId/abort': { body: {} },
 };
 /** Routes only platform admins may call: a tenant admin's listing is refused outright rather than filtered. */
-const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants', 'POST /api/admin/platform/control-plane/lookup-hmac/rotations']);
+const platformOnly = new Set(['GET /api/admin/tenants', 'POST /api/admin/tenants', 'POST /api/admin/platform/control-plane/lookup-hmac/rotations', 'GET /api/admin/dashboard']);
 const queries: Record<string, string> = {
   'GET /api/admin/settings/refresh-token-sharding': `?clientId=${bClient.client_id}`,
   'GET /api/admin/settings/pii-partitions/stats': `?tenant_id=${B.tenantId}`,
