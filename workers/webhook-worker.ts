@@ -9,6 +9,7 @@ import { createSql, type Sql } from '../src/sql.js';
 import { WebhookRepository } from '../src/store/webhooks.js';
 import { CrossTenantAttempts, type AttemptKey, type AttemptRecord, type LoadedAttempt } from '../src/cross-tenant/webhook-attempts.js';
 import { Batcher } from '../src/webhooks/batcher.js';
+import { SendSlots } from '../src/webhooks/send-slots.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
 import { deliveryJobId } from '../src/webhooks/queue.js';
 import type { SchemaTypes } from '../src/generated/types.js';
@@ -30,7 +31,7 @@ export interface RunningWebhookWorker {
 }
 
 /** What a delivery attempt runs with. */
-export interface WebhookContext { store: Store; config: Config; log: Logger; jobs: JobQueues; attempts: AttemptBatches }
+export interface WebhookContext { store: Store; config: Config; log: Logger; jobs: JobQueues; attempts: AttemptBatches; sends: SendSlots }
 
 /**
  * The loads and attempt records of the attempts in flight, each batch one statement (issue 35): a
@@ -65,7 +66,7 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   const jobs = new JobQueues(config);
   const relay = new OutboxRelay(sql, jobs, config.redisPrefix, log, opts.relay, asyncSql);
   const store = new Store(sql, PiiVault.fromConfig(config, sql));
-  const consumers = await startConsumers('webhook-worker', { store, config, log, jobs, attempts: attemptBatches(sql, asyncSql) }, { config, log, jobs, schedules: opts.schedules });
+  const consumers = await startConsumers('webhook-worker', { store, config, log, jobs, attempts: attemptBatches(sql, asyncSql), sends: new SendSlots(config.webhookConcurrency) }, { config, log, jobs, schedules: opts.schedules });
   await relay.start();
   // The outbox's backlog, read at scrape time by the process that relays it (svc_outbox_pending, svc_outbox_lag_seconds).
   const untrackOutbox = trackOutbox(() => outboxBacklog(sql));
@@ -84,9 +85,39 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   };
 }
 
-/** One attempt of one delivery. Idempotent: a job for an attempt that is no longer current does nothing. */
-export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { store, config, log, jobs, attempts }: WebhookContext, job: Job, token: string | undefined): Promise<string> {
-  const { tenantId, deliveryId, attempt } = data;
+/**
+ * A job's attempts: one, or a batch of one tenant's due attempts (src/events/relay.ts), sent
+ * concurrently (each within the process's send slots) and each recorded as soon as it is answered,
+ * with whatever other attempts are being recorded then. The job ends once every attempt of it is
+ * recorded. If recording fails (Postgres down), the job fails after its other attempts have ended and
+ * runs again later: attempts already recorded are skipped as stale, the others sent again. A worker
+ * killed mid-batch leaves the job active: found stalled, it runs again the same way (at least once:
+ * an attempt sent but not yet recorded is sent twice, with the same X-Svc-Delivery).
+ */
+export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], ctx: WebhookContext, job: Job, token: string | undefined): Promise<string> {
+  const { tenantId } = data;
+  if (!data.items) {
+    // One attempt: a job re-added without its delay (e.g. after queue data loss) waits for its due time.
+    return runAttempt(ctx, tenantId, data.deliveryId!, data.attempt!, async (dueAt) => {
+      if (!token) return;
+      await job.moveToDelayed(dueAt, token);
+      throw new DelayedError();
+    });
+  }
+  // A batch holds attempts that were due when the relay took them: none waits here.
+  const settled = await Promise.allSettled(data.items.map((i) => runAttempt(ctx, tenantId, i.deliveryId, i.attempt, null)));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  const counts = new Map<string, number>();
+  for (const r of settled) if (r.status === 'fulfilled') counts.set(r.value, (counts.get(r.value) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${k} ${n}`).join(', ');
+}
+
+/**
+ * One attempt of one delivery. Idempotent: an attempt that is no longer current does nothing.
+ * `wait`: what to do when the attempt is not due yet (null: send anyway).
+ */
+async function runAttempt({ store, config, log, jobs, attempts, sends }: WebhookContext, tenantId: string, deliveryId: string, attempt: number, wait: ((dueAt: number) => Promise<void>) | null): Promise<string> {
   // Each job names its tenant: the delivery is read and recorded by (tenant, delivery), in batches.
   const loaded = await attempts.load({ tenantId, deliveryId });
   if (!loaded) return 'gone';
@@ -98,22 +129,22 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], { stor
     await store.forTenant(tenantId).webhooks.abandonDelivery(deliveryId, attempt, 'webhook is inactive', Date.now());
     return 'inactive';
   }
-  // A job re-added without its delay (e.g. after queue data loss) waits for its due time.
-  if (Number(d.next_attempt_at) > Date.now() + 1000 && token) {
-    await job.moveToDelayed(Number(d.next_attempt_at), token);
-    throw new DelayedError();
-  }
+  if (wait && Number(d.next_attempt_at) > Date.now() + 1000) await wait(Number(d.next_attempt_at));
   // Addresses are sealed at rest; the receiver gets them in clear (over its HTTPS).
   const body = JSON.stringify({ event: d.request_body.event, timestamp: d.request_body.timestamp, data: openFields(d.tenant_id, d.request_body.data) });
-  const headers = deliveryHeaders({ secret: webhookSecret(w, config.keyEncryptionKey), event: d.event, deliveryId, body, custom: w.headers });
-  const startedAt = Date.now();
+  const secret = webhookSecret(w, config.keyEncryptionKey);
   // The delivery continues the trace of the request that caused its event, and passes it on (W3C traceparent).
-  const r = await continueTrace(d.trace_context, 'webhook deliver', { 'svc.tenant_id': tenantId, 'svc.webhook_id': w.id, 'svc.event': d.event, 'svc.attempt': attempt },
-    async (traceHeaders) => {
-      const res = await postWebhook(w.url, { ...headers, ...traceHeaders }, body, w.timeout_s * 1000, config.webhookAllowPrivate);
-      annotate({ 'http.response.status_code': res.status ?? 0 });
-      return res;
-    });
+  const { r, startedAt } = await sends.run(() => {
+    // Signed when it leaves (X-Svc-Timestamp is the send time), not while waiting for a slot.
+    const headers = deliveryHeaders({ secret, event: d.event, deliveryId, body, custom: w.headers });
+    const startedAt = Date.now();
+    return continueTrace(d.trace_context, 'webhook deliver', { 'svc.tenant_id': tenantId, 'svc.webhook_id': w.id, 'svc.event': d.event, 'svc.attempt': attempt },
+      async (traceHeaders) => {
+        const res = await postWebhook(w.url, { ...headers, ...traceHeaders }, body, w.timeout_s * 1000, config.webhookAllowPrivate);
+        annotate({ 'http.response.status_code': res.status ?? 0 });
+        return { r: res, startedAt };
+      });
+  });
   const completedAt = Date.now();
   countWebhookDelivery(r.ok, r.status);
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;

@@ -36,33 +36,56 @@ export class CrossTenantDeliveries {
         select id, tenant_id, event, data, occurred_at, trace_context from event_outbox
         where dispatched_at is null order by id limit ${batch} for update skip locked`;
       if (!events.length) return 0;
-      const tenants = [...(await lockLiveTenants(tx, events.map((e) => e.tenant_id)))];
-      const hooks = await tx<FanOutHook[]>`
-        select tenant_id, id, events, filters, max_retries from webhooks
-        where tenant_id = any(${tenants}::text[]) and status = 'active'`;
+      // Statements issued together go down the connection together (pipelined) and run in order, so the
+      // tenants are locked before the webhooks are read, at one round trip for both (issue 35: a pass
+      // sits between an event's commit and its delivery).
+      const tenantIds = [...new Set(events.map((e) => e.tenant_id))];
+      const [live, active] = await Promise.all([
+        lockLiveTenants(tx, tenantIds),
+        tx<FanOutHook[]>`select tenant_id, id, events, filters, max_retries from webhooks where tenant_id = any(${tenantIds}::text[]) and status = 'active'`,
+      ]);
+      const hooks = active.filter((h) => live.has(h.tenant_id));
       const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs }));
+      const writes: Array<Promise<unknown>> = [];
       for (let i = 0; i < rows.length; i += 1000) {
-        await tx`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at', 'trace_context')}
-          on conflict (tenant_id, webhook_id, outbox_id) do nothing`;
+        writes.push(tx`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at', 'trace_context')}
+          on conflict (tenant_id, webhook_id, outbox_id) do nothing`);
       }
       // Same lock order in every relay (sorted keys), so two relays never deadlock on webhook rows.
       const triggered = new Map(rows.map((r) => [`${r.tenant_id}\0${r.webhook_id}`, r]));
       for (const [, r] of [...triggered.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
-        await tx`update webhooks set last_triggered_at = greatest(coalesce(last_triggered_at, 0), ${nowMs})
-          where tenant_id = ${r.tenant_id} and id = ${r.webhook_id}`;
+        writes.push(tx`update webhooks set last_triggered_at = greatest(coalesce(last_triggered_at, 0), ${nowMs})
+          where tenant_id = ${r.tenant_id} and id = ${r.webhook_id}`);
       }
-      await tx`update event_outbox set dispatched_at = ${nowMs} where id = any(${events.map((e) => String(e.id))}::text[]::bigint[])`;
+      writes.push(tx`update event_outbox set dispatched_at = ${nowMs} where id = any(${events.map((e) => String(e.id))}::text[]::bigint[])`);
+      await Promise.all(writes);
       return events.length;
     }) as Promise<number>;
   }
 
-  /** Pending deliveries whose current attempt is not (known to be) in the queue; none of a tombstoned tenant. */
-  unqueued(limit: number): Promise<Unqueued[]> {
-    return this.sql<Unqueued[]>`
-      select d.tenant_id, d.id, d.attempt, d.next_attempt_at, d.trace_context from webhook_deliveries d
-      where d.status = 'pending' and d.queued_at is null
-        and not exists (select 1 from tenants t where t.id = d.tenant_id and t.status = any(${TOMBSTONE_STATUSES as string[]}::text[]))
-      order by d.next_attempt_at limit ${limit}`;
+  /**
+   * Pending attempts not (known to be) in the queue, none of a tombstoned tenant, up to `limit` and
+   * soonest due first: each is handed to `add` and then marked queued, in one transaction that holds
+   * them FOR UPDATE SKIP LOCKED. So two relays never take the same attempt (a batch job of one relay
+   * never shares a delivery with another's), and a relay that dies before the commit leaves them
+   * unqueued: they are taken again (the add repeated, see OutboxRelay). The rows being locked, nothing
+   * can delete or move them on between the add and the mark. Answers what was taken.
+   */
+  claimUnqueued(limit: number, add: (items: Unqueued[]) => Promise<void>): Promise<Unqueued[]> {
+    return this.sql.begin(async (tx) => {
+      // Ties broken by key: a relay repeating its add after a crash makes the same batches (the same job ids).
+      const items = await tx<Unqueued[]>`
+        select d.tenant_id, d.id, d.attempt, d.next_attempt_at, d.trace_context from webhook_deliveries d
+        where d.status = 'pending' and d.queued_at is null
+          and not exists (select 1 from tenants t where t.id = d.tenant_id and t.status = any(${TOMBSTONE_STATUSES as string[]}::text[]))
+        order by d.next_attempt_at, d.tenant_id, d.id limit ${limit} for update of d skip locked`;
+      if (!items.length) return items;
+      await add(items);
+      await tx`update webhook_deliveries d set queued_at = ${Date.now()}
+        from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[]) as u(tenant_id, id)
+        where d.tenant_id = u.tenant_id and d.id = u.id`;
+      return items;
+    }) as Promise<Unqueued[]>;
   }
 
   /**

@@ -17,15 +17,21 @@ export interface RelayOptions {
   /** How often, and after how long overdue, pending attempts are checked one by one against the queue. */
   overdueEveryMs?: number;
   overdueGraceMs?: number;
+  /** Most due attempts of one tenant in one queue job (issue 35: BullMQ's per-job scripts paid per batch, not per attempt). */
+  jobBatch?: number;
 }
 
 /**
  * Moves events from the Postgres outbox into BullMQ, in two crash-safe steps:
  * 1. fan-out: in one transaction, each undispatched outbox row becomes one pending delivery per matching
  *    webhook and is marked dispatched (all or nothing, so never lost and never fanned out twice);
- * 2. enqueue: each pending delivery whose current attempt is not marked queued is added to BullMQ with
- *    jobId = "<delivery>.<attempt>" and then marked. Dying between add and mark only repeats the add,
- *    which BullMQ ignores for an existing id (and the consumer ignores for a finished attempt).
+ * 2. enqueue: the pending attempts not marked queued are taken (locked, so two relays never take the same
+ *    one), added to BullMQ and marked, in one transaction. Attempts due now go in batches, one job per
+ *    tenant and up to `jobBatch` attempts (jobId "<first delivery>.<attempt>.batch"; a batch of one is a
+ *    plain job, jobId "<delivery>.<attempt>"); attempts due later each get their own delayed job. Dying
+ *    between add and commit repeats the add: the same attempts in the same order make the same job ids,
+ *    which BullMQ ignores; should they differ (other attempts became due meanwhile), an attempt can sit in
+ *    two jobs, and the consumer skips whichever finds it already recorded (at least once, docs/webhooks.md).
  * If the queue's Redis loses its data (sentinel key gone), every pending delivery is enqueued again.
  */
 export class OutboxRelay {
@@ -48,7 +54,7 @@ export class OutboxRelay {
   constructor(private readonly sql: Sql, private readonly jobs: JobQueues, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}, markSql: Sql = sql) {
     this.deliveries = new CrossTenantDeliveries(sql);
     this.marks = new CrossTenantDeliveries(markSql);
-    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, ...opts };
+    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, jobBatch: 50, ...opts };
     this.sentinelKey = queueKeys.relaySentinel({ redisPrefix });
   }
 
@@ -85,9 +91,8 @@ export class OutboxRelay {
     }
     while ((await this.deliveries.fanOut(this.opts.batch, Date.now(), planDeliveries)) === this.opts.batch && !this.stopped);
     for (;;) {
-      const items = await this.deliveries.unqueued(this.opts.batch);
-      if (!items.length) break;
-      await this.enqueue(items);
+      // On the synchronous_commit=off pool: the transaction only marks queued_at (re-derivable, docs/webhooks.md).
+      const items = await this.marks.claimUnqueued(this.opts.batch, (taken) => this.enqueue(taken));
       if (items.length < this.opts.batch || this.stopped) break;
     }
     if (now - this.lastOverdue >= this.opts.overdueEveryMs) {
@@ -96,23 +101,35 @@ export class OutboxRelay {
     }
   }
 
+  /** Adds the jobs of these attempts: due ones in batches per tenant, later ones each delayed to its time. */
   private async enqueue(items: Unqueued[]): Promise<void> {
     const now = Date.now();
+    type Add = Parameters<JobQueues['addBulk']>[1][number];
+    const adds: Add[] = [];
+    const due = new Map<string, Unqueued[]>();
+    for (const i of items) {
+      const delay = Number(i.next_attempt_at) - now;
+      if (delay > 0) adds.push(single(i, delay));
+      else { let l = due.get(i.tenant_id); if (!l) due.set(i.tenant_id, (l = [])); l.push(i); }
+    }
+    for (const [tenantId, list] of due) {
+      for (let k = 0; k < list.length; k += this.opts.jobBatch) {
+        const chunk = list.slice(k, k + this.opts.jobBatch);
+        adds.push(chunk.length === 1 ? single(chunk[0]!, 0) : {
+          data: { tenantId, items: chunk.map((i) => ({ deliveryId: i.id, attempt: i.attempt })) },
+          opts: { jobId: `${deliveryJobId(chunk[0]!.id, chunk[0]!.attempt)}.batch` },
+        });
+      }
+    }
     // A delivery of a traced change shows the relay's part in that trace (the delivery continues it after).
     const spans = tracingOn ? items.map((i) => spanUnder(i.trace_context, 'outbox relay', { 'svc.tenant_id': i.tenant_id, 'svc.attempt': i.attempt, 'messaging.batch.message_count': items.length })) : [];
     try {
-      await this.jobs.addBulk('webhook-delivery', items.map((i) => ({
-        data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt },
-        opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, Number(i.next_attempt_at) - now) },
-      })));
+      await this.jobs.addBulk('webhook-delivery', adds);
     } catch (err) {
       for (const s of spans) if (s) endWithError(s, err);
       throw err;
     }
     for (const s of spans) s?.end();
-    // A delivery purged between the read and the add (its tenant deleted meanwhile) must not leave its job queued.
-    const gone = await this.marks.markQueued(items, Date.now());
-    for (const i of gone) await this.jobs.queue('webhooks').then((q) => q.remove(deliveryJobId(i.id, i.attempt))).catch(() => 0);
   }
 
   private async checkSentinel(): Promise<void> {
@@ -135,7 +152,9 @@ export class OutboxRelay {
     }
     if (lost.length) {
       this.log.warn({ deliveries: lost.length }, 're-enqueueing overdue deliveries missing from the queue');
-      await this.enqueue(lost);
+      // Each on its own (an attempt of a batch job has no job of its own id: should that batch still
+      // wait in the queue, the attempt runs twice at worst and the later run finds it recorded).
+      await this.jobs.addBulk('webhook-delivery', lost.map((i) => single(i, 0)));
     }
   }
 
@@ -145,4 +164,9 @@ export class OutboxRelay {
     await this.running;
     await this.unlisten?.().catch(() => {});
   }
+}
+
+/** The job of one attempt: jobId "<delivery>.<attempt>", so adding it again is a no-op. */
+function single(i: Unqueued, delay: number) {
+  return { data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt }, opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, delay) } };
 }

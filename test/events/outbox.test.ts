@@ -50,9 +50,14 @@ t.test('relay: fan-out once, enqueue idempotently, re-enqueue after a crash betw
   t.equal(deliveries.length, 2, 'one delivery per matching webhook, however many passes');
   t.ok(deliveries.every((d) => d.queued_at), 'all marked queued');
   t.equal((await sql`select 1 from event_outbox where tenant_id = ${tenant} and dispatched_at is null`).length, 0, 'outbox rows marked dispatched');
+  const queued = await queue.getJobs(['waiting', 'delayed', 'prioritized']);
   const jobs = async () => (await queue.getJobs(['waiting', 'delayed', 'prioritized'])).map((j) => j.id).sort();
   const before = await jobs();
-  t.same(before, deliveries.map((d) => deliveryJobId(d.id, 1)).sort());
+  // Due attempts of one tenant go in one job (issue 35), each named once.
+  t.equal(queued.length, 1, 'one job for the tenant\'s two due attempts');
+  const first = [...deliveries].sort((a, b) => (a.id < b.id ? -1 : 1))[0]!;
+  t.equal(queued[0]!.id, `${deliveryJobId(first.id, 1)}.batch`, 'named after its first attempt, so the same batch added again is the same job');
+  t.same(queued[0]!.data, { tenantId: tenant, items: [...deliveries].sort((a, b) => (a.id < b.id ? -1 : 1)).map((d) => ({ deliveryId: d.id, attempt: 1 })) });
   // A crash after the add but before the mark looks like this: the jobs exist, the rows say unqueued.
   await sql`update webhook_deliveries set queued_at = null where tenant_id = ${tenant}`;
   await relay.pass();

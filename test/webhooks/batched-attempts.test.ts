@@ -7,6 +7,7 @@ import { recordEvents } from '../../src/events/outbox.js';
 import { createLogger } from '../../src/log.js';
 import { newId } from '../../src/store/ids.js';
 import { STATS_SHARDS } from '../../src/store/webhooks.js';
+import { JobQueues } from '../../src/jobs/queues.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { testConfig } from '../helpers/env.js';
 import { forkReady, waitFor } from '../helpers/processes.js';
@@ -155,4 +156,41 @@ t.test('a worker killed with a batch of attempts sent but not yet recorded: noth
   t.equal((await sql`select 1 from webhook_delivery_attempts where tenant_id = ${tenant}`).length, n, 'one attempt recorded per delivery');
   const w = (await hooksOf(sql, tenant).get(hook.id))!;
   t.same([Number(w.total_deliveries), Number(w.failed_deliveries), Number(w.total_attempts)], [n, 0, n]);
+});
+
+t.test('a worker killed mid-way through a batch job: the attempts it recorded are not sent again, the others are sent again and recorded once', async (t) => {
+  // The only consumer is this test's: workers of earlier tests are stopped first.
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) await new Promise<void>((resolve) => { c.once('exit', () => resolve()); c.kill('SIGKILL'); });
+  const tenant = await createTenant(sql, 'batch-job-crash');
+  // Two webhooks of one tenant: A answers at once, B holds its requests until the first worker is gone.
+  const rxA = await startReceiver();
+  let hang = true;
+  const rxB = await startReceiver(() => (hang ? { hang: true } : {}));
+  t.teardown(async () => { await rxA.close(); await rxB.close(); });
+  await addWebhook(sql, config, tenant, { url: rxA.url, events: ['user.created'] });
+  await addWebhook(sql, config, tenant, { url: rxB.url, events: ['user.created'] });
+  const env = { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CONCURRENCY: '32', REDIS_PREFIX: config.redisPrefix, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl };
+  const jobQueues = new JobQueues(config);
+  t.teardown(() => jobQueues.close());
+  const queue = await jobQueues.queue('webhooks');
+  const first = await forkReady(workerFile, env, children);
+  const n = 6;
+  await sql.begin((tx) => recordEvents(tx, Array.from({ length: n }, (_, i) => ({ tenantId: tenant, event: 'user.created' as const, data: { user_id: `k${i}` } }))));
+  const succeeded = async () => (await sql`select 1 from webhook_deliveries where tenant_id = ${tenant} and status = 'success'`).length;
+  await waitFor(async () => rxB.received.length === n && (await succeeded()) === n, 20_000);
+  // The tenant's 2n due attempts went out as one job, still running (B's requests are unanswered).
+  const active = (await queue.getActive()).filter((j) => j.data.tenantId === tenant);
+  t.equal(active.length, 1, 'one job');
+  t.equal(active[0]!.data.items?.length, 2 * n, 'holding every attempt');
+  await new Promise<void>((resolve) => { first.once('exit', () => resolve()); first.kill('SIGKILL'); });
+  hang = false;
+
+  await forkReady(workerFile, env, children);
+  // The job is found stalled once its lock lapses, and runs again: A's attempts are recorded (stale), B's are not.
+  await waitFor(async () => (await succeeded()) === 2 * n, 90_000, 200);
+  t.equal(rxA.received.length, n, 'the recorded attempts are not sent again');
+  t.equal(rxB.received.length, 2 * n, 'the unrecorded ones are sent again');
+  t.equal(new Set(rxB.received.map((r) => r.headers['x-svc-delivery'])).size, n, 'with their X-Svc-Delivery, so the receiver can de-duplicate');
+  const attempts = await sql<Array<{ attempt: number; status: string; error: string | null }>>`select attempt, status, error from webhook_delivery_attempts where tenant_id = ${tenant}`;
+  t.same(attempts.map((a) => [a.attempt, a.status, a.error]), Array.from({ length: 2 * n }, () => [1, 'success', null]), 'one attempt recorded per delivery, its first');
 });
