@@ -29,8 +29,14 @@ export class CrossTenantDeliveries {
    * outbox row), and the rows are marked dispatched. Rows locked by another relay are skipped. Events
    * of a tombstoned tenant are marked dispatched with no delivery (its tenants are checked and locked in
    * this transaction, see lockLiveTenants). Returns how many outbox rows were handled.
+   *
+   * With `claim`, the new deliveries are inserted already taken for the queue by this relay (queued_at
+   * = -nowMs: other relays' claimUnqueued skip them) and answered in `claimed`, for the caller to add
+   * their jobs at once and then confirmClaim (or releaseClaim if the add failed): an event's delivery
+   * goes to the queue without another transaction (issue 35: event-to-receipt latency). A relay that
+   * dies before confirming leaves them negative; releaseLostClaims hands them back after a while.
    */
-  fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[]): Promise<number> {
+  fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[], claim?: { claimed: Unqueued[] }): Promise<number> {
     return this.sql.begin(async (tx) => {
       const events = await tx<OutboxEvent[]>`
         select id, tenant_id, event, data, occurred_at, trace_context from event_outbox
@@ -45,11 +51,18 @@ export class CrossTenantDeliveries {
         tx<FanOutHook[]>`select tenant_id, id, events, filters, max_retries from webhooks where tenant_id = any(${tenantIds}::text[]) and status = 'active'`,
       ]);
       const hooks = active.filter((h) => live.has(h.tenant_id));
-      const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs }));
+      const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs, queued_at: claim ? -nowMs : null }));
       const writes: Array<Promise<unknown>> = [];
       for (let i = 0; i < rows.length; i += 1000) {
-        writes.push(tx`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at', 'trace_context')}
-          on conflict (tenant_id, webhook_id, outbox_id) do nothing`);
+        writes.push(tx<Array<{ tenant_id: string; id: string }>>`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at', 'trace_context', 'queued_at')}
+          on conflict (tenant_id, webhook_id, outbox_id) do nothing returning tenant_id, id`.then((made) => {
+          if (!claim) return;
+          const byKey = new Map(rows.map((r) => [`${r.tenant_id}\0${r.id}`, r]));
+          for (const m of made) {
+            const r = byKey.get(`${m.tenant_id}\0${m.id}`)!;
+            claim.claimed.push({ tenant_id: r.tenant_id, id: r.id, attempt: 1, next_attempt_at: nowMs, trace_context: r.trace_context });
+          }
+        }));
       }
       // Same lock order in every relay (sorted keys), so two relays never deadlock on webhook rows.
       const triggered = new Map(rows.map((r) => [`${r.tenant_id}\0${r.webhook_id}`, r]));
@@ -86,6 +99,34 @@ export class CrossTenantDeliveries {
         where d.tenant_id = u.tenant_id and d.id = u.id`;
       return items;
     }) as Promise<Unqueued[]>;
+  }
+
+  /**
+   * The claimed deliveries' jobs are in the queue: marks them queued (unless they moved on meanwhile).
+   * Rows locked right now are skipped: the worker is recording them (which clears queued_at), and
+   * waiting for them in another order than its record's would deadlock with it.
+   */
+  async confirmClaim(items: Unqueued[], nowMs: number, claimedAt: number): Promise<void> {
+    if (!items.length) return;
+    await this.sql`update webhook_deliveries d set queued_at = ${nowMs}
+      where (d.tenant_id, d.id) in (
+        select c.tenant_id, c.id from webhook_deliveries c
+        join unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[]) as u(tenant_id, id) on c.tenant_id = u.tenant_id and c.id = u.id
+        where c.queued_at = ${-claimedAt} for update of c skip locked)`;
+  }
+
+  /** Adding the claimed deliveries' jobs failed: they are unqueued again, for claimUnqueued. */
+  async releaseClaim(items: Unqueued[], claimedAt: number): Promise<void> {
+    if (!items.length) return;
+    await this.sql`update webhook_deliveries d set queued_at = null
+      from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[]) as u(tenant_id, id)
+      where d.tenant_id = u.tenant_id and d.id = u.id and d.queued_at = ${-claimedAt}`;
+  }
+
+  /** Claims a relay took in a fan-out and never confirmed (it died) before `beforeMs`: unqueued again. */
+  async releaseLostClaims(beforeMs: number): Promise<number> {
+    const r = await this.sql`update webhook_deliveries set queued_at = null where status = 'pending' and queued_at < 0 and queued_at > ${-beforeMs}`;
+    return r.count;
   }
 
   /**

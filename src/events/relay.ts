@@ -19,14 +19,20 @@ export interface RelayOptions {
   overdueGraceMs?: number;
   /** Most due attempts of one tenant in one queue job (issue 35: BullMQ's per-job scripts paid per batch, not per attempt). */
   jobBatch?: number;
+  /** After how long a fan-out's claim that was never confirmed (its relay died) is released. */
+  claimGraceMs?: number;
 }
 
 /**
  * Moves events from the Postgres outbox into BullMQ, in two crash-safe steps:
  * 1. fan-out: in one transaction, each undispatched outbox row becomes one pending delivery per matching
  *    webhook and is marked dispatched (all or nothing, so never lost and never fanned out twice);
- * 2. enqueue: the pending attempts not marked queued are taken (locked, so two relays never take the same
- *    one), added to BullMQ and marked, in one transaction. Attempts due now go in batches, one job per
+ *    The new deliveries are inserted claimed by this relay (queued_at negative) and their jobs added right
+ *    after the commit, then the claim is confirmed (queued_at = when); a relay dying in between leaves
+ *    negative claims, released after claimGraceMs by any relay's periodic check.
+ * 2. enqueue (whatever else is pending: retries, manual retries, released claims, a lost queue): the
+ *    pending attempts not marked queued are taken (locked, so two relays never take the same one),
+ *    added to BullMQ and marked, in one transaction. Attempts due now go in batches, one job per
  *    tenant and up to `jobBatch` attempts (jobId "<first delivery>.<attempt>.batch"; a batch of one is a
  *    plain job, jobId "<delivery>.<attempt>"); attempts due later each get their own delayed job. Dying
  *    between add and commit repeats the add: the same attempts in the same order make the same job ids,
@@ -36,8 +42,6 @@ export interface RelayOptions {
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
   private stopped = false;
   private unlisten: (() => Promise<void>) | undefined;
   /** Set once the queue connection is first up: until then a pass could only fail (it refuses commands while connecting). */
@@ -50,12 +54,25 @@ export class OutboxRelay {
   private readonly deliveries: CrossTenantDeliveries;
   /** Where queued_at is marked: a pool with synchronous_commit off when given (a lost mark only repeats an add BullMQ ignores). */
   private readonly marks: CrossTenantDeliveries;
+  /**
+   * The two steps run as stages of their own, each one pass at a time: a fan-out can run while the
+   * previous one's deliveries are being enqueued, so an event committed meanwhile waits for one step,
+   * not for a whole pass (issue 35: event-to-receipt latency).
+   */
+  private readonly fanOutStage: Stage;
+  private readonly enqueueStage: Stage;
 
   constructor(private readonly sql: Sql, private readonly jobs: JobQueues, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}, markSql: Sql = sql) {
     this.deliveries = new CrossTenantDeliveries(sql);
     this.marks = new CrossTenantDeliveries(markSql);
-    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, jobBatch: 50, ...opts };
+    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, jobBatch: 50, claimGraceMs: 10_000, ...opts };
     this.sentinelKey = queueKeys.relaySentinel({ redisPrefix });
+    const failed = (err: unknown) => this.log.warn({ err: (err as Error).message }, 'relay pass failed; will retry');
+    const stopped = () => this.stopped;
+    this.enqueueStage = new Stage(() => this.enqueuePass(), failed, stopped);
+    this.fanOutStage = new Stage(async () => {
+      try { await this.fanOutPass(); } finally { if (!this.stopped) this.enqueueStage.kick(); }
+    }, failed, stopped);
   }
 
   async start(): Promise<void> {
@@ -73,29 +90,53 @@ export class OutboxRelay {
   /** Runs a pass now, or right after the current one (once the queue connection has come up). */
   kick(): void {
     if (this.stopped || !this.queueUp) return;
-    if (this.running) { this.again = true; return; }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        try { await this.pass(); } catch (err) { this.log.warn({ err: (err as Error).message }, 'relay pass failed; will retry'); }
-      } while (this.again && !this.stopped);
-    })().finally(() => { this.running = undefined; });
+    this.fanOutStage.kick();
   }
 
   /** One full pass; exposed for tests. */
   async pass(): Promise<void> {
+    await this.fanOutPass();
+    await this.enqueuePass();
+  }
+
+  /**
+   * Fans out the outbox; the new deliveries come back claimed for this relay and go to the queue at
+   * once (no transaction of their own: issue 35, event-to-receipt latency). A failed add hands them
+   * back to the enqueue step; a relay dying before it confirms leaves them to releaseLostClaims.
+   */
+  private async fanOutPass(): Promise<void> {
+    for (;;) {
+      const claim = { claimed: [] as Unqueued[] };
+      const claimedAt = Date.now();
+      const n = await this.deliveries.fanOut(this.opts.batch, claimedAt, planDeliveries, claim);
+      if (claim.claimed.length) {
+        try {
+          await this.enqueue(claim.claimed);
+        } catch (err) {
+          await this.marks.releaseClaim(claim.claimed, claimedAt);
+          throw err;
+        }
+        await this.marks.confirmClaim(claim.claimed, Date.now(), claimedAt);
+      }
+      if (n < this.opts.batch || this.stopped) break;
+    }
+  }
+
+  private async enqueuePass(): Promise<void> {
     const now = Date.now();
     if (now - this.lastSentinel >= this.opts.sentinelEveryMs) {
       await this.checkSentinel();
       this.lastSentinel = now;
     }
-    while ((await this.deliveries.fanOut(this.opts.batch, Date.now(), planDeliveries)) === this.opts.batch && !this.stopped);
     for (;;) {
       // On the synchronous_commit=off pool: the transaction only marks queued_at (re-derivable, docs/webhooks.md).
       const items = await this.marks.claimUnqueued(this.opts.batch, (taken) => this.enqueue(taken));
       if (items.length < this.opts.batch || this.stopped) break;
     }
     if (now - this.lastOverdue >= this.opts.overdueEveryMs) {
+      // Fan-out claims never confirmed (their relay died between its commit and its add, or before confirming).
+      const lost = await this.deliveries.releaseLostClaims(now - this.opts.claimGraceMs);
+      if (lost) { this.log.warn({ deliveries: lost }, 'unconfirmed fan-out claims released: re-enqueueing'); await this.marks.claimUnqueued(this.opts.batch, (taken) => this.enqueue(taken)); }
       await this.checkOverdue();
       this.lastOverdue = now;
     }
@@ -113,6 +154,8 @@ export class OutboxRelay {
       else { let l = due.get(i.tenant_id); if (!l) due.set(i.tenant_id, (l = [])); l.push(i); }
     }
     for (const [tenantId, list] of due) {
+      // By id: the same attempts make the same batches (the same job ids) whichever step took them.
+      list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       for (let k = 0; k < list.length; k += this.opts.jobBatch) {
         const chunk = list.slice(k, k + this.opts.jobBatch);
         adds.push(chunk.length === 1 ? single(chunk[0]!, 0) : {
@@ -161,7 +204,8 @@ export class OutboxRelay {
   async close(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    await this.running;
+    await this.fanOutStage.idle();
+    await this.enqueueStage.idle();
     await this.unlisten?.().catch(() => {});
   }
 }
@@ -169,4 +213,26 @@ export class OutboxRelay {
 /** The job of one attempt: jobId "<delivery>.<attempt>", so adding it again is a no-op. */
 function single(i: Unqueued, delay: number) {
   return { data: { tenantId: i.tenant_id, deliveryId: i.id, attempt: i.attempt }, opts: { jobId: deliveryJobId(i.id, i.attempt), delay: Math.max(0, delay) } };
+}
+
+/** Runs `step` one at a time: a kick while it runs runs it once more right after. */
+class Stage {
+  private running: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly step: () => Promise<void>, private readonly failed: (err: unknown) => void, private readonly stopped: () => boolean) {}
+
+  kick(): void {
+    if (this.running) { this.again = true; return; }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try { await this.step(); } catch (err) { this.failed(err); }
+      } while (this.again && !this.stopped());
+    })().finally(() => { this.running = undefined; });
+  }
+
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
 }

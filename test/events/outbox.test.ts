@@ -64,3 +64,24 @@ t.test('relay: fan-out once, enqueue idempotently, re-enqueue after a crash betw
   t.same(await jobs(), before, 'adding again is a no-op: no duplicate jobs');
   t.equal((await sql`select 1 from webhook_deliveries where tenant_id = ${tenant} and queued_at is null`).length, 0);
 });
+
+t.test('relay: a fan-out whose relay died before adding its jobs (claim never confirmed) is released and enqueued by a later pass', async (t) => {
+  const other = await createTenant(sql, 'outbox-claim');
+  await addWebhook(sql, config, other, { url: 'http://127.0.0.1:9/', events: ['user.created'] });
+  await sql.begin((tx) => recordEvent(tx, { tenantId: other, event: 'user.created', data: { user_id: 'claimed' } }));
+  const relay = new OutboxRelay(sql, jobQueues, config.redisPrefix, createLogger('silent'), { claimGraceMs: 5_000 });
+  await relay.pass();
+  const [d] = await sql<{ id: string; queued_at: string }[]>`select id, queued_at::text from webhook_deliveries where tenant_id = ${other}`;
+  t.ok(Number(d!.queued_at) > 0, 'fanned out, added and the claim confirmed in one pass');
+  t.ok(await queue.getJob(deliveryJobId(d!.id, 1)), 'its job is in the queue');
+  // What a relay dying between its fan-out's commit and its add leaves: the claim (negative), no job.
+  await queue.remove(deliveryJobId(d!.id, 1));
+  await sql`update webhook_deliveries set queued_at = ${-(Date.now() - 1_000)} where tenant_id = ${other}`;
+  await new OutboxRelay(sql, jobQueues, config.redisPrefix, createLogger('silent'), { claimGraceMs: 5_000 }).pass();
+  t.notOk(await queue.getJob(deliveryJobId(d!.id, 1)), 'a claim younger than claimGraceMs is left to its relay');
+  await sql`update webhook_deliveries set queued_at = ${-(Date.now() - 6_000)} where tenant_id = ${other}`;
+  await new OutboxRelay(sql, jobQueues, config.redisPrefix, createLogger('silent'), { claimGraceMs: 5_000 }).pass();
+  t.ok(await queue.getJob(deliveryJobId(d!.id, 1)), 'an older one is released and its job added');
+  const [after] = await sql<{ queued_at: string }[]>`select queued_at::text from webhook_deliveries where tenant_id = ${other}`;
+  t.ok(Number(after!.queued_at) > 0, 'and marked queued');
+});
