@@ -105,6 +105,13 @@ export class OutboxRelay {
    * back to the enqueue step; a relay dying before it confirms leaves them to releaseLostClaims.
    */
   private async fanOutPass(): Promise<void> {
+    // Here, not in the enqueue step: resetting every queued mark while this stage's fresh claims have
+    // their jobs would enqueue them twice; in this stage the reset comes before or after a fan-out, never during.
+    const now = Date.now();
+    if (now - this.lastSentinel >= this.opts.sentinelEveryMs) {
+      await this.checkSentinel();
+      this.lastSentinel = now;
+    }
     for (;;) {
       const claim = { claimed: [] as Unqueued[] };
       const claimedAt = Date.now();
@@ -124,10 +131,6 @@ export class OutboxRelay {
 
   private async enqueuePass(): Promise<void> {
     const now = Date.now();
-    if (now - this.lastSentinel >= this.opts.sentinelEveryMs) {
-      await this.checkSentinel();
-      this.lastSentinel = now;
-    }
     for (;;) {
       // On the synchronous_commit=off pool: the transaction only marks queued_at (re-derivable, docs/webhooks.md).
       const items = await this.marks.claimUnqueued(this.opts.batch, (taken) => this.enqueue(taken));
