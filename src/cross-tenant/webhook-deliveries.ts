@@ -106,13 +106,18 @@ export class CrossTenantDeliveries {
    * Rows locked right now are skipped: the worker is recording them (which clears queued_at), and
    * waiting for them in another order than its record's would deadlock with it.
    */
-  async confirmClaim(items: Unqueued[], nowMs: number, claimedAt: number): Promise<void> {
-    if (!items.length) return;
-    await this.sql`update webhook_deliveries d set queued_at = ${nowMs}
-      where (d.tenant_id, d.id) in (
-        select c.tenant_id, c.id from webhook_deliveries c
-        join unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[]) as u(tenant_id, id) on c.tenant_id = u.tenant_id and c.id = u.id
-        where c.queued_at = ${-claimedAt} for update of c skip locked)`;
+  async confirmClaim(items: Unqueued[], nowMs: number, claimedAt: number): Promise<Unqueued[]> {
+    if (!items.length) return [];
+    // Answers the items whose delivery no longer exists (its tenant purged between the fan-out and the add).
+    const gone = await this.sql<Array<{ n: string }>>`
+      with u as (select * from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[]) with ordinality as u(tenant_id, id, n)),
+      m as (update webhook_deliveries d set queued_at = ${nowMs}
+        where (d.tenant_id, d.id) in (
+          select c.tenant_id, c.id from webhook_deliveries c join u on c.tenant_id = u.tenant_id and c.id = u.id
+          where c.queued_at = ${-claimedAt} for update of c skip locked)
+        returning 1)
+      select u.n::text as n from u where not exists (select 1 from webhook_deliveries d where d.tenant_id = u.tenant_id and d.id = u.id)`;
+    return gone.map((g) => items[Number(g.n) - 1]!);
   }
 
   /** Adding the claimed deliveries' jobs failed: they are unqueued again, for claimUnqueued. */
@@ -127,21 +132,6 @@ export class CrossTenantDeliveries {
   async releaseLostClaims(beforeMs: number): Promise<number> {
     const r = await this.sql`update webhook_deliveries set queued_at = null where status = 'pending' and queued_at < 0 and queued_at > ${-beforeMs}`;
     return r.count;
-  }
-
-  /**
-   * Marks attempts as enqueued, each by (tenant, delivery, attempt); one that has moved on since (or was
-   * reset) is left alone. Answers the items whose delivery no longer exists (purged meanwhile).
-   */
-  async markQueued(items: Unqueued[], nowMs: number): Promise<Unqueued[]> {
-    if (!items.length) return [];
-    const gone = await this.sql<Array<{ n: string }>>`
-      with u as (select * from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => String(i.attempt))}::text[]::int[])
-        with ordinality as u(tenant_id, id, attempt, n)),
-      m as (update webhook_deliveries d set queued_at = ${nowMs} from u
-        where d.tenant_id = u.tenant_id and d.id = u.id and d.attempt = u.attempt and d.status = 'pending' returning 1)
-      select u.n::text as n from u where not exists (select 1 from webhook_deliveries d where d.tenant_id = u.tenant_id and d.id = u.id)`;
-    return gone.map((g) => items[Number(g.n) - 1]!);
   }
 
   /** After the queue's Redis lost its data: every pending delivery must be enqueued again. */

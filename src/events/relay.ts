@@ -3,7 +3,8 @@ import { queueKeys } from '../store/redis-keys.js';
 import type { Sql } from '../sql.js';
 import { CrossTenantDeliveries, type Unqueued } from '../cross-tenant/webhook-deliveries.js';
 import { planDeliveries } from '../webhooks/fan-out.js';
-import type { JobQueues } from '../jobs/queues.js';
+import type { AddOptions, JobQueues } from '../jobs/queues.js';
+import type { JobData } from '../jobs/table.js';
 import { deliveryJobId } from '../webhooks/queue.js';
 import { endWithError, spanUnder, tracingOn } from '../tracing/tracer.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
@@ -117,13 +118,19 @@ export class OutboxRelay {
       const claimedAt = Date.now();
       const n = await this.deliveries.fanOut(this.opts.batch, claimedAt, planDeliveries, claim);
       if (claim.claimed.length) {
+        let jobIds: Map<string, string>;
         try {
-          await this.enqueue(claim.claimed);
+          jobIds = await this.enqueue(claim.claimed);
         } catch (err) {
           await this.marks.releaseClaim(claim.claimed, claimedAt);
           throw err;
         }
-        await this.marks.confirmClaim(claim.claimed, Date.now(), claimedAt);
+        const gone = await this.marks.confirmClaim(claim.claimed, Date.now(), claimedAt);
+        // Purged between the commit and the add (the purge deletes rows, then jobs): no job may stay behind.
+        if (gone.length) {
+          const queue = await this.jobs.queue('webhooks');
+          for (const id of new Set(gone.map((g) => jobIds.get(g.id)!))) await queue.remove(id).catch(() => 0);
+        }
       }
       if (n < this.opts.batch || this.stopped) break;
     }
@@ -133,22 +140,25 @@ export class OutboxRelay {
     const now = Date.now();
     for (;;) {
       // On the synchronous_commit=off pool: the transaction only marks queued_at (re-derivable, docs/webhooks.md).
-      const items = await this.marks.claimUnqueued(this.opts.batch, (taken) => this.enqueue(taken));
+      const items = await this.marks.claimUnqueued(this.opts.batch, async (taken) => { await this.enqueue(taken); });
       if (items.length < this.opts.batch || this.stopped) break;
     }
     if (now - this.lastOverdue >= this.opts.overdueEveryMs) {
       // Fan-out claims never confirmed (their relay died between its commit and its add, or before confirming).
       const lost = await this.deliveries.releaseLostClaims(now - this.opts.claimGraceMs);
-      if (lost) { this.log.warn({ deliveries: lost }, 'unconfirmed fan-out claims released: re-enqueueing'); await this.marks.claimUnqueued(this.opts.batch, (taken) => this.enqueue(taken)); }
+      if (lost) { this.log.warn({ deliveries: lost }, 'unconfirmed fan-out claims released: re-enqueueing'); await this.marks.claimUnqueued(this.opts.batch, async (taken) => { await this.enqueue(taken); }); }
       await this.checkOverdue();
       this.lastOverdue = now;
     }
   }
 
-  /** Adds the jobs of these attempts: due ones in batches per tenant, later ones each delayed to its time. */
-  private async enqueue(items: Unqueued[]): Promise<void> {
+  /**
+   * Adds the jobs of these attempts: due ones in batches per tenant, later ones each delayed to its
+   * time. Answers the job id of each delivery.
+   */
+  private async enqueue(items: Unqueued[]): Promise<Map<string, string>> {
     const now = Date.now();
-    type Add = Parameters<JobQueues['addBulk']>[1][number];
+    type Add = { data: JobData<'webhook-delivery'>; opts: AddOptions };
     const adds: Add[] = [];
     const due = new Map<string, Unqueued[]>();
     for (const i of items) {
@@ -162,7 +172,7 @@ export class OutboxRelay {
       for (let k = 0; k < list.length; k += this.opts.jobBatch) {
         const chunk = list.slice(k, k + this.opts.jobBatch);
         adds.push(chunk.length === 1 ? single(chunk[0]!, 0) : {
-          data: { tenantId, items: chunk.map((i) => ({ deliveryId: i.id, attempt: i.attempt })) },
+          data: { tenantId, items: chunk.map((i) => ({ deliveryId: i.id, attempt: i.attempt })) } as JobData<'webhook-delivery'>,
           opts: { jobId: `${deliveryJobId(chunk[0]!.id, chunk[0]!.attempt)}.batch` },
         });
       }
@@ -176,6 +186,13 @@ export class OutboxRelay {
       throw err;
     }
     for (const s of spans) s?.end();
+    const jobIds = new Map<string, string>();
+    for (const a of adds) {
+      const id = a.opts.jobId!;
+      if (a.data.items) for (const i of a.data.items) jobIds.set(i.deliveryId, id);
+      else jobIds.set(a.data.deliveryId!, id);
+    }
+    return jobIds;
   }
 
   private async checkSentinel(): Promise<void> {
