@@ -92,6 +92,12 @@ export const redisKeys = {
   /** A login session, under the hash of its cookie value. Used alone; no tag needed. */
   session: (sidHash: string) => `sess:${sidHash}`,
   /**
+   * A user's login sessions (src/login/user-session-index.ts): a sorted set of their session keys' hashes
+   * scored by expiry (epoch s). Every command on it names it alone (the session keys sit in other slots
+   * and are touched by commands of their own), so no tag. Tenant ids have no ':', so the purge's prefix is exact.
+   */
+  userLoginSessions: (tenant: string, userId: string) => `lsu:${tenant}:${userId}`,
+  /**
    * Authorization code record and its redemption state. Tag `{<code hash>}` on all four: redeeming reads
    * the record, claims `:used` and reads `:issued` in one MULTI, and recording what was issued writes
    * `:issued` and reads `:replayed` in another, so the four must share a slot.
@@ -139,7 +145,7 @@ export const redisKeys = {
    * the suspension mark again afterwards: a deleted tenant's tokens stay refused.
    */
   tenantOwns: (o: { tenant: string; clientIds: ReadonlySet<string>; checkKeyIds: ReadonlySet<string>; revokedJtiKeys: ReadonlySet<string> }) => (key: string): boolean => {
-    if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`)) return true;
+    if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`) || key.startsWith(`lsu:${o.tenant}:`)) return true;
     const tagged = /^(ic|ca|ck:rl|rl:dev):\{([^}]*)\}:/.exec(key);
     if (tagged) return (tagged[1] === 'ck:rl' ? o.checkKeyIds : o.clientIds).has(tagged[2]!);
     if (key.startsWith('bf:client:')) return o.clientIds.has(key.slice('bf:client:'.length)); // clientAuthFail (ids over 200 characters are cut there)
