@@ -61,7 +61,11 @@ export const redisKeys = {
   clientAssertion: (clientId: string, jti: string) => `ca:{${clientId}}:${jti}`,
 
   // --- login (src/login/*) ---
-  /** One-time email code: hash with attempts, tenant, client (a HSET/EXPIRE MULTI and a script on this one key). No tag needed. */
+  // A login step's keys belong to different owners (the interaction by its id, the address's code and
+  // windows by its hash, the client IP's windows, the tenant's suspension mark under `{t:<tenant>}`), so
+  // no one slot can hold them: a step sends them together instead (one write, auto-pipelined; on a
+  // Cluster one to each node at once), one round trip per dependency (test/login/redis-round-trips.test.ts).
+  /** One-time email code: hash with attempts, tenant, client. Every access is one script on this one key (store, attempt-and-compare, restore, drop-if-ours). No tag needed. */
   otp: (emailHash: string) => `otp:${emailHash}`,
   /** Dynamic client registrations per tenant and source address (src/oauth/register.ts, rate-limit script). Used alone; no tag needed. */
   registrationRate: (tenant: string, ip: string) => `rl:reg:${tenant}:${ip}`,
@@ -83,7 +87,7 @@ export const redisKeys = {
   clientAuthFailAlerted: (clientId: string) => `bf:client-alert:{${clientId}}`,
   /** Unknown or invalid check API keys per client IP (failure budget). No tag needed. */
   checkKeyFailIp: (ip: string) => `bf:ck:ip:${ip}`,
-  /** A pending authorization request while the user signs in. Used alone; no tag needed. */
+  /** A pending authorization request while the user signs in. Used alone (written with the tenant check, read with a step's rate windows or failure budgets); no tag needed. */
   interaction: (id: string) => `ia:${id}`,
   /** A login session, under the hash of its cookie value. Used alone; no tag needed. */
   session: (sidHash: string) => `sess:${sidHash}`,

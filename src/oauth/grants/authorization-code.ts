@@ -60,7 +60,7 @@ export const authorizationCode: Grant = {
       if (binding.jkt !== rec.dpopJkt) throw invalidGrant('The DPoP proof\'s key is not the one the authorization request named (dpop_jkt).');
     }
     // The tenant is the code's, which is the client's (checked above).
-    const { body, issued } = await issueForUser(deps, client, { userId: rec.userId, email: rec.email, authTime: rec.authTime, scope: rec.scope, nonce: rec.nonce, resource: rec.resource }, form, binding);
+    const { body, issued } = await issueForUser(deps, client, { userId: rec.userId, email: rec.email, authTime: rec.authTime, scope: rec.scope, nonce: rec.nonce, resource: rec.resource, recordConsent: rec.firstPartyConsent === true }, form, binding);
     if (await recordIssued(deps.redis, redemption.codeHash, issued)) {
       // A replay arrived while these were being issued: they must not be used either.
       await revokeIssued(deps, rec.tenantId, issued);
