@@ -186,17 +186,22 @@ function PiiMove({ userId }: { userId: string }) {
   );
 }
 
-/** The user's sessions at applications (live refresh token families); ending one is confirmed. */
-function UserSessions({ userId, writer }: { userId: string; writer: boolean }) {
+/** A user's sessions of one kind (`GET /users/{id}/<kind>`), and the ending of one (`DELETE .../<kind>/{sid}`). */
+function useEndableSessions<T extends { id: string }>(userId: string, kind: 'sessions' | 'login-sessions') {
   const queries = useQueryClient();
-  const path = `/users/${encodeURIComponent(userId)}/sessions`;
-  const [ending, setEnding] = useState<AdminUserSessionList['sessions'][number] | null>(null);
-  const list = useQuery({ queryKey: ['/users', viewedTenant(), userId, 'sessions'], queryFn: () => api<AdminUserSessionList>('GET', path) });
+  const path = `/users/${encodeURIComponent(userId)}/${kind}`;
+  const [ending, setEnding] = useState<T | null>(null);
+  const list = useQuery({ queryKey: ['/users', viewedTenant(), userId, kind], queryFn: () => api<{ sessions: T[] }>('GET', path) });
   const end = useMutation({
     mutationFn: (id: string) => api<void>('DELETE', `${path}/${encodeURIComponent(id)}`),
     onSuccess: async () => { setEnding(null); await queries.invalidateQueries({ queryKey: ['/users'] }); },
   });
-  const rows = list.data?.sessions ?? [];
+  return { list, rows: list.data?.sessions ?? [], ending, setEnding, end };
+}
+
+/** The user's sessions at applications (live refresh token families); ending one is confirmed. */
+function UserSessions({ userId, writer }: { userId: string; writer: boolean }) {
+  const { list, rows, ending, setEnding, end } = useEndableSessions<AdminUserSessionList['sessions'][number]>(userId, 'sessions');
   return (
     <Stack gap="xs">
       <Title order={3}>Sessions</Title>
@@ -222,15 +227,7 @@ function UserSessions({ userId, writer }: { userId: string; writer: boolean }) {
 
 /** The user's login sessions at svc itself (the session cookie); ending one is confirmed. */
 function UserLoginSessions({ userId, writer }: { userId: string; writer: boolean }) {
-  const queries = useQueryClient();
-  const path = `/users/${encodeURIComponent(userId)}/login-sessions`;
-  const [ending, setEnding] = useState<AdminUserLoginSessionList['sessions'][number] | null>(null);
-  const list = useQuery({ queryKey: ['/users', viewedTenant(), userId, 'login-sessions'], queryFn: () => api<AdminUserLoginSessionList>('GET', path) });
-  const end = useMutation({
-    mutationFn: (id: string) => api<void>('DELETE', `${path}/${encodeURIComponent(id)}`),
-    onSuccess: async () => { setEnding(null); await queries.invalidateQueries({ queryKey: ['/users'] }); },
-  });
-  const rows = list.data?.sessions ?? [];
+  const { list, rows, ending, setEnding, end } = useEndableSessions<AdminUserLoginSessionList['sessions'][number]>(userId, 'login-sessions');
   return (
     <Stack gap="xs">
       <Title order={3}>Login sessions</Title>
