@@ -55,8 +55,12 @@ export const redisKeys = {
   tenantSuspended: (tenant: string) => `rvm:{t:${tenant}}:tenant-suspended`,
 
   // --- token endpoints ---
-  /** Cached introspection answer (src/oauth/introspect.ts). Tag `{<resource server client id>}`. */
-  introspection: (clientId: string, tokenHash: string) => `ic:{${clientId}}:${tokenHash}`,
+  /**
+   * Cached introspection answer with the kid that verified it, "<kid> <answer>" (src/oauth/introspect.ts).
+   * Tag `{<resource server client id>}`. Prefix `ik:` since the kid was added (was `ic:`, the bare answer),
+   * so processes of either version never read each other's entries during a rolling deploy.
+   */
+  introspection: (clientId: string, tokenHash: string) => `ik:{${clientId}}:${tokenHash}`,
   /** A client assertion's jti, against replay (src/clients/authenticate.ts, SET NX). Tag `{<client id>}`. */
   clientAssertion: (clientId: string, jti: string) => `ca:{${clientId}}:${jti}`,
 
