@@ -219,7 +219,9 @@ async function test() {
   if (cli(['migrate'], env).status !== 0) throw new Error('migration failed');
   const files = extra.length ? extra : long ? ['dist/test/hardening/fuzz-openapi.test.js', 'dist/test/logging/crash.test.js', 'dist/test/pii/lookup-rotation.test.js', ...LONG_ONLY] : testFiles().filter((f) => !LONG_ONLY.includes(f));
   const tap = path.join(root, 'node_modules', '.bin', 'tap');
-  const args = ['--disable-coverage', '--reporter=tap', `--timeout=${long ? 900 : 120}`, '--jobs=2', ...files];
+  // Three files at a time on two cores: most files wait on child processes, browsers and workers as much
+  // as they compute, so a third keeps both cores busier. TEST_JOBS overrides.
+  const args = ['--disable-coverage', '--reporter=tap', `--timeout=${long ? 900 : 120}`, `--jobs=${process.env.TEST_JOBS ?? 3}`, ...files];
   const logFile = path.join(dataDir, extra.length ? `test-run-${process.pid}.tap` : 'last-test-run.tap');
   fs.mkdirSync(dataDir, { recursive: true });
   const log = fs.createWriteStream(logFile);

@@ -13,9 +13,12 @@ import { summaryLines, targetRows } from './lib/targets.js';
 import { attachSvc, startSvc, type Target } from './lib/target.js';
 import { num, parseArgs, say, stamp, str } from './lib/util.js';
 import { runWebhooks, webhookTargets } from './lib/webhooks.js';
+import { EDDSA_SCENARIOS, eddsaTargets, runEddsa } from './lib/eddsa.js';
 
 const USAGE = `usage: npm run perf -- <scenario> [options]
-scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu, webhooks
+scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu, webhooks, eddsa
+  eddsa  client_credentials and token exchange (cpu steps) signed with RS256, then by an svc signing
+      with EdDSA (fresh database, TOKEN_SIGNING_ALG=EdDSA): capacity ratio and CPU per answer, same run
   webhooks [--wh-events N (20000)] [--wh-seconds S (10)] [--wh-rate R] [--wh-concurrency N] [--wh-keep-db]
       outbox → relay → queue → signed POST to a loopback receiver → attempt recorded, through one
       webhook-worker process: deliveries/s, event-to-receipt at half that rate, lost/duplicated
@@ -39,12 +42,13 @@ async function main(): Promise<number> {
   if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
   const cpuRun = which === 'cpu';
   const whOnly = which === 'webhooks';
+  const eddsaOnly = which === 'eddsa';
   // Several scenarios in one run: `introspection-mix,peer` (the peer's introspection then sits beside svc's mix).
   // `all` is the full run of issue 19: every scenario, the CPU-per-request steps and closed loops of
   // `cpu`, and the peer. Login goes last: its e-mail backlog (the overload step queues thousands) would
   // be sent while the next scenario is measured.
   const full = which === 'all';
-  const names = full ? [...Object.keys(SCENARIOS).filter((n) => n !== 'login'), 'login', 'peer'] : cpuRun || whOnly ? [] : which.split(',');
+  const names = full ? [...Object.keys(SCENARIOS).filter((n) => n !== 'login'), 'login', 'peer'] : cpuRun || whOnly || eddsaOnly ? [] : which.split(',');
   for (const n of names) if (n !== 'peer') scenarioByName(n);
   const withPeer = names.includes('peer');
   const svcNames = names.filter((n) => n !== 'peer');
@@ -103,6 +107,7 @@ async function main(): Promise<number> {
     }
 
     if (svc && (cpuRun || full)) runs.push(...(await runCpu(lg, svc, full && !opts['sat-connections'] ? { ...opts, 'sat-connections': '64,256' } : opts)));
+    if (svc && eddsaOnly) runs.push(...(await runCpu(lg, svc, { ...opts, only: EDDSA_SCENARIOS.join(','), floor: false })));
     if (svc) for (const n of svcNames) runs.push(await measure(lg, svc, scenarioByName(n), opts, { overload, soak }));
 
     if (withPeer) {
@@ -141,10 +146,17 @@ async function main(): Promise<number> {
       for (const c of rep.comparisons) say(`${c.scenario}: capacity svc ${c.capacity.svc ?? '–'} vs oidc-provider ${c.capacity.peer ?? '–'} req/s (ratio ${c.capacity.ratio ?? '–'})`);
       if (rep.ccVsSignLimit) say(`client_credentials vs RS256 signing limit ${rep.ccVsSignLimit.signLimit}/s: svc ${rep.ccVsSignLimit.svcFraction ?? '–'}, peer ${rep.ccVsSignLimit.peerFraction ?? '–'}`);
     }
+
+    // Issue 35 item 1, last: everything else is stopped, then an svc signing with EdDSA runs the same cpu
+    // steps of client_credentials and token exchange as the RS256 svc above.
+    if (eddsaOnly || full) {
+      for (const t of started.splice(0).reverse()) await t.stop().catch(() => {});
+      runs.push(...(await runEddsa(lg, full && !opts['sat-connections'] ? { ...opts, 'sat-connections': '64,256' } : opts)));
+    }
   } finally {
     await cleanup();
   }
-  rep.targets = [...targetRows(runs, rep.signLimit, rep.comparisons), ...(rep.webhooks ? webhookTargets(rep.webhooks) : [])];
+  rep.targets = [...targetRows(runs, rep.signLimit, rep.comparisons), ...(rep.webhooks ? webhookTargets(rep.webhooks) : []), ...(eddsaOnly || full ? eddsaTargets(runs) : [])];
   rep.meta.loadavgEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const files = writeReport(rep, `${which}-${stamp()}`);
   console.log(`JSON report: ${files.json}`);

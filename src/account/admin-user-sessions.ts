@@ -6,6 +6,7 @@ import type { Route } from '../http/types.js';
 import type { TenantStore } from '../store/index.js';
 import { adminRoute, found } from '../admin/route.js';
 import { userNotFound } from '../admin/users.js';
+import { listUserSessions, revokeUserSession } from '../login/user-session-index.js';
 
 const READ = 'admin:users:read';
 const WRITE = 'admin:users:write';
@@ -60,6 +61,30 @@ export function userSessionRoutes(deps: Deps): Route[] {
         // After the commit, as /revoke does: each access token of the family is marked until it would have expired.
         const until = Math.floor(Date.now() / 1000) + MAX_ACCESS_TTL;
         await Promise.all(jtis.map((j) => deps.tokens.revocations.revoke(ctx.tenantId, j, until)));
+        return { status: 204 };
+      },
+    }),
+    adminRoute(deps, {
+      method: 'GET', path: '/api/admin/users/:id/login-sessions', permission: READ, tags,
+      summary: 'A user\'s login sessions at svc (the session cookie), newest sign-in first (at most 100)',
+      response: { 200: 'admin.user-login-session-list' }, errors: [404],
+      handler: async ({ ctx, params, store }) => {
+        await mustUser(store, params.id!);
+        const rows = await listUserSessions(deps.redis, ctx.tenantId, params.id!);
+        return { body: { user_id: params.id!, sessions: rows.map((r) => ({ id: r.id, signed_in_at: r.authTime * 1000, expires_at: r.expiresAt * 1000 })) } };
+      },
+    }),
+    adminRoute(deps, {
+      method: 'DELETE', path: '/api/admin/users/:id/login-sessions/:sessionId', permission: WRITE, tags,
+      summary: 'End a user\'s login session: its cookie no longer signs in (tokens already issued are left alone)',
+      response: { 204: null }, errors: [404],
+      audit: { action: 'user.login_session.revoke', resourceType: 'user', severity: 'warn' },
+      handler: async ({ ctx, params, store, mutate }) => {
+        const userId = params.id!;
+        await mustUser(store, userId);
+        if (!(await revokeUserSession(deps.redis, ctx.tenantId, userId, params.sessionId!))) throw sessionNotFound();
+        // The session is gone from Redis already; the audit entry records who ended it.
+        await mutate(async () => ({ result: null, resourceId: userId, metadata: { login_session_id: params.sessionId! } }));
         return { status: 204 };
       },
     }),

@@ -37,10 +37,13 @@ function patchOf(b: AdminClientCreate | AdminClientUpdate): ClientPatch {
   return { ...rest, ...(scopes ? { tenant_scopes: storedScopes(scopes) } : {}) };
 }
 
-/** No escalation through a client's permissions or tenant scopes; private_key_jwt needs its keys. */
+/** No escalation through a client's permissions or tenant scopes; private_key_jwt needs its keys; redirect URIs as registration's. */
 function checkPatch(ctx: AdminContext, p: ClientPatch, authMethod: Client['authMethod'], tenantAlgs: readonly SigningAlg[]): void {
   // The same metadata rules as dynamic registration (an update that leaves jwks out keeps the stored keys).
-  const problems = metadataProblems({ authMethod, jwks: p.jwks === undefined ? { keys: [] } : p.jwks, introspectionSignedResponseAlg: p.introspection_signed_response_alg, idTokenSignedResponseAlg: p.id_token_signed_response_alg }, tenantAlgs);
+  const problems = metadataProblems({
+    authMethod, jwks: p.jwks === undefined ? { keys: [] } : p.jwks, introspectionSignedResponseAlg: p.introspection_signed_response_alg, idTokenSignedResponseAlg: p.id_token_signed_response_alg,
+    redirectUris: p.redirect_uris, postLogoutRedirectUris: p.post_logout_redirect_uris,
+  }, tenantAlgs);
   if (Object.keys(problems).length) throw new ValidationError(problems);
   if (p.permissions) assertGrantable(ctx, p.permissions);
   if (p.tenant_scopes) assertScopesGrantable(ctx, p.tenant_scopes);

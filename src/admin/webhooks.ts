@@ -126,11 +126,14 @@ export function webhookRoutes(deps: Deps): Route[] {
         }
         try {
           // No transaction is open while the receiver answers (up to the webhook's timeout); the audit
-          // entry and the stored result for the key are written together afterwards.
-          const result = await sendTest(w, webhookSecret(w, kek), body.event, deps.config.webhookAllowPrivate);
+          // entry, the delivery in the webhook's log and the stored result for the key are written together afterwards.
+          const { result, delivery } = await sendTest(w, webhookSecret(w, kek), body.event, deps.config.webhookAllowPrivate);
           await mutate(async (_tx, s) => {
+            // Locked so a concurrent delete answers 404 here rather than a foreign-key error.
+            await mustGet(s, w.id, true);
+            await s.webhooks.recordTestDelivery(delivery);
             if (key !== undefined) await s.webhooks.storeTestResult(w.id, key, result);
-            const metadata = { event: body.event ?? null, success: result.success, status_code: result.status_code ?? null, error: result.error ?? null, duration_ms: result.duration_ms };
+            const metadata = { delivery_id: delivery.id, event: body.event ?? null, success: result.success, status_code: result.status_code ?? null, error: result.error ?? null, duration_ms: result.duration_ms };
             return { result: null, metadata };
           });
           return { body: result };

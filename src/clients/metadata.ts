@@ -12,6 +12,9 @@ export interface MetadataFields {
   jwks?: Client['jwks'] | undefined;
   introspectionSignedResponseAlg?: string | null | undefined;
   idTokenSignedResponseAlg?: string | null | undefined;
+  /** Checked when given (an admin update that leaves them out keeps the stored ones). */
+  redirectUris?: readonly string[] | undefined;
+  postLogoutRedirectUris?: readonly string[] | undefined;
 }
 
 /** JWK members that are private key material (RFC 7518 6.2.2, 6.3.2, 6.4). */
@@ -28,6 +31,13 @@ export function metadataProblems(m: MetadataFields, tenantAlgs: readonly Signing
   if (m.authMethod === 'private_key_jwt' && !m.jwks) out.jwks = ['is required for private_key_jwt'];
   // A registered key is the client's public key; private members would be a secret stored in the clear.
   if (m.jwks?.keys.some((k) => k && typeof k === 'object' && Object.keys(k).some((member) => PRIVATE_MEMBERS.has(member)))) (out.jwks ??= []).push('must hold public keys only');
+  // An operator's client is held to the redirect rules of a self-registered one: the same attacks apply.
+  for (const [field, uris] of [['redirect_uris', m.redirectUris], ['post_logout_redirect_uris', m.postLogoutRedirectUris]] as const) {
+    for (const uri of uris ?? []) {
+      const problem = redirectUriProblem(uri);
+      if (problem) (out[field] ??= []).push(`${JSON.stringify(uri)} ${problem}`);
+    }
+  }
   return out;
 }
 

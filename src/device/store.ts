@@ -99,12 +99,17 @@ export async function decideDeviceAuthorization(redis: Redis, handle: string, de
 
 // One poll (RFC 8628 3.4, 3.5): terminal states first, then the interval (the first poll is never too
 // fast; a faster one is slow_down and adds the step for good), then pending, or approved, which is
-// spent in the same step so exactly one poll gets the tokens.
-const POLL = `local f = redis.call('HMGET', KEYS[1], 'c', 'exp', 'iv', 'lp', 'st', 't', 's', 'u')
+// spent in the same step so exactly one poll gets the tokens. A poll of a used code marks it replayed
+// (field 'rp', read by RECORD_ISSUED should the first poll still be issuing) and returns what the first
+// poll issued (field 'iss'), so that those tokens are revoked.
+const POLL = `local f = redis.call('HMGET', KEYS[1], 'c', 'exp', 'iv', 'lp', 'st', 't', 's', 'u', 'iss')
 if not f[1] then return {'unknown'} end
 if f[1] ~= ARGV[2] then return {'other_client'} end
 local now = tonumber(ARGV[1])
-if f[5] == 'used' then return {'used'} end
+if f[5] == 'used' then
+  redis.call('HSET', KEYS[1], 'rp', '1')
+  return {'used', f[6], f[8] or '', f[9] or ''}
+end
 if f[5] == 'denied' then return {'denied'} end
 if tonumber(f[2]) <= now then return {'expired'} end
 local iv = tonumber(f[3])
@@ -120,10 +125,15 @@ if f[5] == 'approved' then
 end
 return {'pending'}`;
 
+/** What the poll that spent a code was issued: revoked when the code is presented again. */
+export interface IssuedFromDeviceCode { accessJti: string; accessExp: number; refreshFamily?: string }
+
 export type Poll =
-  | { kind: 'approved'; tenantId: string; scope: string[]; user: DeviceUser }
+  | { kind: 'approved'; tenantId: string; scope: string[]; user: DeviceUser; codeHash: string }
   | { kind: 'slow_down'; interval: number }
-  | { kind: 'pending' | 'denied' | 'expired' | 'used' | 'unknown' | 'other_client' };
+  // issued: null while the first poll is still issuing (it then sees the mark and revokes itself).
+  | { kind: 'used'; tenantId: string; userId: string | null; issued: IssuedFromDeviceCode | null }
+  | { kind: 'pending' | 'denied' | 'expired' | 'unknown' | 'other_client' };
 
 /** One poll of a device code by a client. */
 export async function pollDeviceCode(redis: Redis, deviceCode: string, clientId: string): Promise<Poll> {
@@ -133,7 +143,27 @@ export async function pollDeviceCode(redis: Redis, deviceCode: string, clientId:
     r = await redis.eval(POLL, 1, redisKeys.deviceAuthorization(sha256(deviceCode)), String(Date.now()), clientId, String(DEVICE.slowDownStepSeconds)) as string[];
   } catch (err) { throw unavailable(err); }
   const kind = r[0]!;
-  if (kind === 'approved') return { kind, tenantId: r[1]!, scope: r[2]!.split(' ').filter(Boolean), user: JSON.parse(r[3]!) as DeviceUser };
+  if (kind === 'approved') return { kind, tenantId: r[1]!, scope: r[2]!.split(' ').filter(Boolean), user: JSON.parse(r[3]!) as DeviceUser, codeHash: sha256(deviceCode) };
   if (kind === 'slow_down') return { kind, interval: Number(r[1]) };
-  return { kind: kind as 'pending' | 'denied' | 'expired' | 'used' | 'unknown' | 'other_client' };
+  if (kind === 'used') {
+    return { kind, tenantId: r[1]!, userId: r[2] ? (JSON.parse(r[2]) as DeviceUser).userId : null, issued: r[3] ? (JSON.parse(r[3]) as IssuedFromDeviceCode) : null };
+  }
+  return { kind: kind as 'pending' | 'denied' | 'expired' | 'unknown' | 'other_client' };
+}
+
+// Remembers what the spending poll issued, on a record that still exists (never recreating an expired
+// one without its TTL); answers whether a replay marked it meanwhile.
+const RECORD_ISSUED = `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'iss', ARGV[1])
+if redis.call('HGET', KEYS[1], 'rp') == '1' then return 1 end
+return 0`;
+
+/**
+ * Records the tokens a spent code got; true when the code was replayed meanwhile (then revoke them now).
+ * A failure is not the poll's failure (as for authorization codes): the tokens are served, and only a
+ * later replay cannot name them.
+ */
+export async function recordDeviceCodeIssued(redis: Redis, codeHash: string, issued: IssuedFromDeviceCode): Promise<boolean> {
+  const r = await redis.eval(RECORD_ISSUED, 1, redisKeys.deviceAuthorization(codeHash), JSON.stringify(issued)).catch(() => 0);
+  return r === 1;
 }

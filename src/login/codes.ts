@@ -21,6 +21,8 @@ export interface CodeRecord {
   userId: string;
   email: string;
   authTime: number;
+  /** A first-party client's code: its redemption records the consent (no page asked for it). */
+  firstPartyConsent?: true;
   /** Epoch seconds after which the code cannot be redeemed. */
   exp: number;
 }
@@ -36,6 +38,11 @@ export async function issueCode(redis: Redis, r: Omit<CodeRecord, 'exp'>): Promi
   // The record outlives the code's own lifetime so that a late replay is still recognised.
   await redis.set(redisKeys.authCode(sha256(code)), JSON.stringify(rec), 'EX', LOGIN.authCodeReplayWindowSeconds).catch((err) => { throw unavailable(err); });
   return code;
+}
+
+/** Deletes a code nobody was given (its consent turned out missing): best effort, it expires anyway. */
+export async function dropCode(redis: Redis, code: string): Promise<void> {
+  await redis.del(redisKeys.authCode(sha256(code))).catch(() => {});
 }
 
 export type Redemption =

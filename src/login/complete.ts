@@ -3,7 +3,7 @@ import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import type { Reply } from '../http/types.js';
 import type { AuthorizationRequest } from './authorize/types.js';
-import { issueCode } from './codes.js';
+import { dropCode, issueCode } from './codes.js';
 import { hasConsent } from './consent.js';
 import { redirectTo } from './redirect.js';
 import type { Session } from './sessions.js';
@@ -15,15 +15,29 @@ export type Completion = { kind: 'redirect'; reply: Reply } | { kind: 'consent_n
  * bound to client, redirect URI, PKCE challenge, nonce and scope, and send the browser back with it.
  */
 export async function completeAuthorization(deps: Deps, client: Client, req: AuthorizationRequest, session: Session, status: 302 | 303 = 302): Promise<Completion> {
-  const consented = !req.prompt.includes('consent') || client.firstParty ? await hasConsent(deps, client, session.userId, req.scope) : false;
+  // The code is written in the same Redis round trip as the consent cache read (a code whose consent
+  // turns out missing is deleted again, unseen). A first-party client needs no consent: it is recorded
+  // with the tokens when the code is redeemed (recordFirstPartyConsent), not read here.
+  const asks = !req.prompt.includes('consent') && !client.firstParty;
+  const issuing = !asks && !client.firstParty ? null : issueCode(deps.redis, {
+    tenantId: client.tenantId, clientId: client.clientId, redirectUri: req.redirectUri, redirectUriGiven: req.redirectUriGiven, scope: req.scope,
+    nonce: req.nonce, codeChallenge: req.codeChallenge, ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}), ...(req.resource?.length ? { resource: req.resource } : {}), userId: session.userId, email: session.email, authTime: session.authTime,
+    ...(client.firstParty ? { firstPartyConsent: true as const } : {}),
+  });
+  issuing?.catch(() => {});
+  let consented: boolean;
+  try {
+    consented = client.firstParty || (asks && await hasConsent(deps, client, session.userId, req.scope));
+  } catch (err) {
+    void issuing?.then((code) => dropCode(deps.redis, code), () => {});
+    throw err;
+  }
   if (!consented) {
+    void issuing?.then((code) => dropCode(deps.redis, code), () => {});
     if (req.prompt.includes('none')) return { kind: 'redirect', reply: redirectTo(req.redirectUri, deps.config.issuer, { error: 'consent_required', error_description: 'The user has not consented to this application.', state: req.state }) };
     return { kind: 'consent_needed' };
   }
-  const code = await issueCode(deps.redis, {
-    tenantId: client.tenantId, clientId: client.clientId, redirectUri: req.redirectUri, redirectUriGiven: req.redirectUriGiven, scope: req.scope,
-    nonce: req.nonce, codeChallenge: req.codeChallenge, ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}), ...(req.resource?.length ? { resource: req.resource } : {}), userId: session.userId, email: session.email, authTime: session.authTime,
-  });
+  const code = await issuing!;
   // RFC 9126 4: a pushed request is used once; until its code is issued, reloading the login page works.
   if (req.pushedId !== undefined) await dropPushed(deps.redis, req.pushedId);
   return { kind: 'redirect', reply: redirectTo(req.redirectUri, deps.config.issuer, { code, state: req.state }, status) };

@@ -9,7 +9,7 @@ import { completeAuthorization, sessionUsable } from './complete.js';
 import { grantConsent } from './consent.js';
 import { loginContext } from './context.js';
 import { checkCsrf, csrfFor } from './csrf.js';
-import { generateCode, InvalidCode, verifyCode } from './email-code.js';
+import { codeRequestWindows, generateCode, InvalidCode, verifyCode } from './email-code.js';
 import { dropInteraction, loadInteraction, type Interaction } from './interaction.js';
 import { LOGIN, SESSION_COOKIE } from './options.js';
 import { codePage, consentPage, emailPage, LOGIN_CSS } from './pages.js';
@@ -19,7 +19,7 @@ import { createSession, readSession, sessionCookie } from './sessions.js';
 import { loginUser, recordLoginFailure } from './users.js';
 import { emailHash } from './keys.js';
 import { loginKeys } from '../store/redis-keys.js';
-import { recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
+import { countHits, recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -34,26 +34,62 @@ export function loginRoutes(deps: Deps): Route[] {
   const resumeUrl = (it: Interaction) => `/authorize/resume?interaction=${encodeURIComponent(it.id)}`;
 
   async function clientFor(id: string | undefined): Promise<Client> {
-    const client = id ? await deps.tokens.clients.get(id) : null;
-    if (!client) throw new NotFound('client_not_found', 'The application is not known to this server.');
-    if (client.status !== 'active') throw new AppError(403, 'client_disabled', 'The application is disabled.');
-    if (await deps.tokens.revocations.tenantRefused(client.tenantId)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
+    const { party, tenantCheck } = clientForDeferred(id);
+    const client = await party;
+    await tenantCheck;
     return client;
+  }
+
+  /**
+   * The client, and its tenant's suspension check left in flight (awaited by the caller, which may send
+   * its own Redis commands meanwhile so they share the round trip).
+   */
+  function clientForDeferred(id: string | undefined): { party: Promise<Client>; tenantCheck: Promise<void> } {
+    const party = (async () => {
+      const client = id ? await deps.tokens.clients.get(id) : null;
+      if (!client) throw new NotFound('client_not_found', 'The application is not known to this server.');
+      if (client.status !== 'active') throw new AppError(403, 'client_disabled', 'The application is disabled.');
+      return client;
+    })();
+    return { party, tenantCheck: deferredTenantCheck(party.then((c) => c.tenantId)) };
+  }
+
+  function deferredTenantCheck(tenantId: Promise<string>): Promise<void> {
+    const check = tenantId.then(async (t) => {
+      if (await deps.tokens.revocations.tenantRefused(t)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
+    });
+    check.catch(() => {}); // awaited by the caller
+    return check;
   }
 
   /**
    * Who a sign-in is for: the application of its authorization request, or, for a sign-in one of this
    * server's pages asked for (returnTo), that page within the request's tenant.
    */
-  async function partyOf(it: Interaction): Promise<{ clientId: string; name: string; tenantId: string; client?: Client }> {
-    if (!it.returnTo) { const client = await clientFor(it.request.clientId); return { clientId: client.clientId, name: client.name, tenantId: client.tenantId, client }; }
-    if (await deps.tokens.revocations.tenantRefused(it.request.tenantId)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
-    return { clientId: it.request.clientId, name: it.returnTo.name, tenantId: it.request.tenantId };
+  async function partyOf(it: Interaction): Promise<Party> {
+    const { party, tenantCheck } = partyOfDeferred(it);
+    const p = await party;
+    await tenantCheck;
+    return p;
+  }
+
+  type Party = { clientId: string; name: string; tenantId: string; client?: Client };
+  function partyOfDeferred(it: Interaction): { party: Promise<Party>; tenantCheck: Promise<void> } {
+    if (!it.returnTo) {
+      const { party, tenantCheck } = clientForDeferred(it.request.clientId);
+      return { party: party.then((client) => ({ clientId: client.clientId, name: client.name, tenantId: client.tenantId, client })), tenantCheck };
+    }
+    return { party: Promise.resolve({ clientId: it.request.clientId, name: it.returnTo.name, tenantId: it.request.tenantId }), tenantCheck: deferredTenantCheck(Promise.resolve(it.request.tenantId)) };
+  }
+
+  /** The party of a code request, its tenant check left in flight for generateCode (which writes the code meanwhile). */
+  async function codeParty(deferred: { party: Promise<Party>; tenantCheck: Promise<void> }): Promise<{ party: Party; tenantCheck: Promise<void> }> {
+    try { return { party: await deferred.party, tenantCheck: deferred.tenantCheck }; } catch (err) { await deferred.tenantCheck; throw err; }
   }
 
   /** Browser posts: CSRF token first, then the pending authorization request they belong to. */
-  async function browserInteraction(req: HttpRequest, data: Record<string, unknown>): Promise<Interaction> {
-    checkCsrf(ctx, req, data.csrf_token);
+  async function browserInteraction(req: HttpRequest, data: Record<string, unknown>, csrf = true): Promise<Interaction> {
+    if (csrf) checkCsrf(ctx, req, data.csrf_token);
     const it = await loadInteraction(deps.redis, data.interaction);
     if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
     return it;
@@ -65,14 +101,21 @@ export function loginRoutes(deps: Deps): Route[] {
       // A form post keeps its CSRF check; a client that asked for JSON gets its errors as JSON (OpenAPI).
       const api = wantsJson(req);
       try {
-        const it = await browserInteraction(req, data);
-        const client = await partyOf(it);
         const email = formString(data, 'email')?.trim() ?? '';
+        checkCsrf(ctx, req, data.csrf_token);
+        // The rate windows count in the round trip of the interaction read (see CodeRequestReads).
+        const hits = isEmail(email) ? countHits(deps.redis, codeRequestWindows(email, req.ip)) : undefined;
+        hits?.catch(() => {});
+        const it = await browserInteraction(req, data, false);
+        const { party: client, tenantCheck } = await codeParty(partyOfDeferred(it));
         const csrf = csrfFor(ctx, req);
-        if (!isEmail(email) && api) throw new InvalidEmail();
-        if (!isEmail(email)) return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email, error: 'Enter a valid email address.', status: 422 });
+        if (!isEmail(email)) {
+          await tenantCheck;
+          if (api) throw new InvalidEmail();
+          return emailPage({ clientName: client.name, csrf: csrf.token, interaction: it.id, email, error: 'Enter a valid email address.', status: 422 });
+        }
         try {
-          const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip });
+          const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip }, { hits, tenantCheck });
           return codePage({ email, csrf: csrf.token, interaction: it.id, expiresIn, formTargets: [originOf(it.request.redirectUri)].filter(Boolean) });
         } catch (err) {
           if (!(err instanceof AppError) || err.status !== 429 || api) throw err;
@@ -84,11 +127,14 @@ export function loginRoutes(deps: Deps): Route[] {
     validate(validatorFor('login.email-code-generate'), data);
     const email = String(data.email).trim();
     if (!isEmail(email)) throw new InvalidEmail();
+    // One round trip for the interaction and the rate windows, one for the tenant check and the code.
+    const hits = countHits(deps.redis, codeRequestWindows(email, req.ip));
+    hits.catch(() => {});
     const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
     if (data.interaction !== undefined && !it) throw new InvalidRequest('The interaction has expired.');
-    const client = it ? await partyOf(it) : await clientFor(data.client_id as string | undefined);
-    if (it && data.client_id !== undefined && data.client_id !== client.clientId) throw new InvalidRequest('client_id does not match the interaction.');
-    const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip });
+    const { party: client, tenantCheck } = await codeParty(it ? partyOfDeferred(it) : clientForDeferred(data.client_id as string | undefined));
+    if (it && data.client_id !== undefined && data.client_id !== client.clientId) { await tenantCheck; throw new InvalidRequest('client_id does not match the interaction.'); }
+    const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip }, { hits, tenantCheck });
     return { headers: NO_STORE, body: { sent: true, expires_in: expiresIn, code_length: LOGIN.codeLength } };
   }
 

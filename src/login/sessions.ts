@@ -4,6 +4,7 @@ import { serializeCookie } from '../http/request.js';
 import { randomToken } from '../store/ids.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { sha256 } from './keys.js';
+import { dropSession, indexSession } from './user-session-index.js';
 import { LOGIN, SESSION_COOKIE } from './options.js';
 
 /** A login session: who, in which tenant, since when (epoch seconds). */
@@ -14,7 +15,9 @@ export async function createSession(redis: Redis, s: Omit<Session, 'expiresAt'>)
   const id = randomToken(32);
   const session: Session = { ...s, expiresAt: s.authTime + LOGIN.sessionTtlSeconds };
   try {
-    await redis.set(redisKeys.session(sha256(id)), JSON.stringify(session), 'EX', LOGIN.sessionTtlSeconds);
+    const hash = sha256(id);
+    // The user's session index is written beside the session, in parallel (src/login/user-session-index.ts).
+    await Promise.all([redis.set(redisKeys.session(hash), JSON.stringify(session), 'EX', LOGIN.sessionTtlSeconds), indexSession(redis, hash, session)]);
   } catch (err) {
     throw new ServiceUnavailable('The session could not be started; retry shortly.', 1, err);
   }
@@ -32,7 +35,7 @@ export async function readSession(redis: Redis, id: string | undefined): Promise
 }
 
 export async function destroySession(redis: Redis, id: string | undefined): Promise<void> {
-  if (id && id.length === 43) await redis.del(redisKeys.session(sha256(id)));
+  if (id && id.length === 43) await dropSession(redis, sha256(id));
 }
 
 export function sessionCookie(id: string, secure: boolean): string {

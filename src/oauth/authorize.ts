@@ -6,7 +6,7 @@ import type { Client } from '../clients/model.js';
 import { completeAuthorization, sessionUsable } from '../login/complete.js';
 import { loginContext } from '../login/context.js';
 import { csrfFor } from '../login/csrf.js';
-import { saveInteraction } from '../login/interaction.js';
+import { dropInteraction, saveInteraction } from '../login/interaction.js';
 import { LOGIN, SESSION_COOKIE } from '../login/options.js';
 import { consentPage, emailPage } from '../login/pages.js';
 import { originOf, redirectTo } from '../login/redirect.js';
@@ -39,27 +39,40 @@ export function authorizeRoutes(deps: Deps): Route[] {
       ({ q, pushedId } = await resolveRequest(deps, (req.queryData ?? {}) as Query));
       target = await trustedTarget(deps, q);
     } catch (err) { return failure(err, json); }
-    const { client } = target;
+    const { client, tenantCheck } = target;
+    // The tenant's suspension check is still in flight (it left with the session read): every answer
+    // waits for it, and a refused tenant gets the 403 page whatever else the request says.
+    const refusal = (): Promise<Reply | null> => tenantCheck.then(() => null, (err) => failure(err, json));
     let areq: AuthorizationRequest;
     try {
       const need = requirementsFor(client, (await deps.tokens.tenantSettings.get(client.tenantId)).settings);
       if (need.par && pushedId === undefined) throw new RedirectableError('invalid_request', 'This application must push its authorization requests to the pushed authorization request endpoint (RFC 9126).');
       areq = validateRequest(client, target, q, need, pushedId);
     } catch (err) {
+      const refused = await refusal();
+      if (refused) return refused;
       if (!(err instanceof RedirectableError)) throw err;
       const state = typeof q.state === 'string' && q.state !== '' ? q.state : undefined;
       return redirectTo(target.redirectUri, issuer, { error: err.oauthCode, error_description: err.message, state });
     }
     const session = await sessionRead;
     if (!areq.prompt.includes('login') && sessionUsable(session, areq)) {
+      const refused = await refusal();
+      if (refused) return refused;
       const done = await completeAuthorization(deps, client, areq, session);
       if (done.kind === 'redirect') return done.reply;
       return askConsent(req, client, areq, session, json);
     }
     if (areq.prompt.includes('none')) {
-      return redirectTo(areq.redirectUri, issuer, { error: 'login_required', error_description: 'The user is not signed in.', state: areq.state });
+      return (await refusal()) ?? redirectTo(areq.redirectUri, issuer, { error: 'login_required', error_description: 'The user is not signed in.', state: areq.state });
     }
-    const it = await saveInteraction(deps.redis, areq);
+    // Step 1 of a login: the interaction is written in the same Redis round trip as the tenant check
+    // (a request without a session cookie reads nothing else); a refused tenant's is dropped again.
+    const saving = saveInteraction(deps.redis, areq);
+    saving.catch(() => {});
+    const refused = await refusal();
+    if (refused) { void saving.then((it) => dropInteraction(deps.redis, it.id), () => {}); return refused; }
+    const it = await saving;
     if (json) {
       return {
         headers: NO_STORE,

@@ -5,7 +5,7 @@ import type { Deps } from '../deps.js';
 import { OAuthError, Overloaded } from '../errors.js';
 import type { Route } from '../http/types.js';
 import { decodeJwt } from 'jose';
-import { JwtError, type JwtPayload } from '../tokens/jwt.js';
+import { decodeJwt as decodeOwnJwt, JwtError, type JwtPayload } from '../tokens/jwt.js';
 import { redisKeys } from '../store/redis-keys.js';
 import { readAhead, type ReadAhead } from '../tokens/read-ahead.js';
 import { revocationSubject } from '../tokens/revocation.js';
@@ -30,6 +30,7 @@ const unexpired = (claims: JwtPayload) => Number(claims.exp) * 1000 > Date.now()
  * POST /introspect (RFC 7662) in the spec's order: client authentication, JWT decode and signature,
  * exp, revocation, then strictValidation. Active answers are cached for 60 s per token and asking
  * client; the revocation check runs on every call, cache hits included, in the same Redis round trip.
+ * A hit is honoured only while the key ring still verifies the entry's kid for the token's tenant (in memory).
  */
 export function introspectRoutes(deps: Deps): Route[] {
   const endpoint = `${deps.config.issuer}/introspect`;
@@ -51,11 +52,15 @@ export function introspectRoutes(deps: Deps): Route[] {
     const cached = extras?.[0] ?? null;
     // A suspended tenant's tokens are inactive while it is suspended (read in the same command).
     const revoked = revokedMark || tenantRefused;
-    if (cached !== null) {
+    // An entry is "<kid> <answer>" (the kid has no space; anything else is a miss).
+    const sep = cached === null ? -1 : cached.indexOf(' ');
+    if (cached !== null && sep > 0) {
       introspectionCache.hit.inc();
-      // The cache entry never outlives exp; a revoked token or a disabled client is inactive at once.
-      if (revoked || !(await activeIssuer(claims))) return INACTIVE;
-      return cached;
+      // The cache entry never outlives exp; a revoked token or a disabled client is inactive at once, and
+      // so is a token whose key the ring no longer verifies for its tenant (dropped past its verification
+      // window, or the tenant moved off the deployment's keys): the same in-memory check as a miss's.
+      if (revoked || !tokens.keys.verifyKeyFor(cached.slice(0, sep), claims.tenant) || !(await activeIssuer(claims))) return INACTIVE;
+      return cached.slice(sep + 1);
     }
     introspectionCache.miss.inc();
     let payload: JwtPayload;
@@ -67,7 +72,8 @@ export function introspectRoutes(deps: Deps): Route[] {
     if (rs.strictValidation && !strictlyValid(rs, issuedTo, payload)) return INACTIVE;
     const answer = JSON.stringify(activeAnswer(payload));
     const ttl = Math.min(CACHE_TTL, Number(payload.exp) - Math.floor(Date.now() / 1000));
-    if (ttl > 0) redis.set(cacheKeyOf(rs.clientId, token), answer, 'EX', ttl).catch(() => {}); // not awaited: a cache write failure costs nothing
+    // The entry names the verifying key (the header's kid, which verifyAsync just checked) for the hit's key check.
+    if (ttl > 0) redis.set(cacheKeyOf(rs.clientId, token), `${String(decodeOwnJwt(token, payload).header.kid)} ${answer}`, 'EX', ttl).catch(() => {}); // not awaited: a cache write failure costs nothing
     return answer;
   }
 

@@ -24,18 +24,7 @@ export class ConsentRepository {
    * consent is replaced, not widened.
    */
   async upsert(c: ConsentInput): Promise<string[]> {
-    const [row] = await this.db<{ scopes: string[] }[]>`
-      insert into consents (id, tenant_id, user_id, client_id, scopes, selected_scopes, expires_at, privacy_policy_version, tos_version, consent_version)
-      values (${newId('cns')}, ${this.tenantId}, ${c.userId}, ${c.clientId}, ${c.scopes}, ${c.scopes}, ${c.expiresAt ?? null},
-              ${c.policy.privacyPolicyVersion}, ${c.policy.tosVersion}, ${c.policy.consentVersion})
-      on conflict (tenant_id, user_id, client_id) do update set
-        scopes = case when consents.expires_at is not null and consents.expires_at <= now_ms() then excluded.scopes
-                 else (select array_agg(distinct s order by s) from unnest(consents.scopes || excluded.scopes) s) end,
-        selected_scopes = excluded.selected_scopes,
-        expires_at = excluded.expires_at,
-        granted_at = case when excluded.scopes <@ consents.scopes and (consents.expires_at is null or consents.expires_at > now_ms()) then consents.granted_at else now_ms() end,
-        privacy_policy_version = excluded.privacy_policy_version, tos_version = excluded.tos_version, consent_version = excluded.consent_version
-      returning scopes`;
+    const [row] = await consentUpsert<{ scopes: string[] }[]>(this.db, this.tenantId, c);
     return row!.scopes;
   }
 
@@ -61,4 +50,29 @@ export class ConsentRepository {
       delete from consents where tenant_id = ${this.tenantId} and user_id = ${userId} and id = ${id} returning client_id`;
     return row ? { clientId: row.client_id } : null;
   }
+}
+
+/**
+ * ConsentRepository.upsert's statement, for a caller that runs it inside another statement (a data-
+ * modifying CTE: the token endpoint records a first-party client's consent with the refresh token, one
+ * statement). `unlessSame`: a row that would not change (same scopes, selection, policy versions, no
+ * lapse) is left alone, so a returning user's login writes nothing to consents.
+ */
+export function consentUpsert<T extends readonly object[] = []>(db: Db, tenantId: string, c: ConsentInput, unlessSame = false) {
+  return db<T>`
+      insert into consents (id, tenant_id, user_id, client_id, scopes, selected_scopes, expires_at, privacy_policy_version, tos_version, consent_version)
+      values (${newId('cns')}, ${tenantId}, ${c.userId}, ${c.clientId}, ${c.scopes}, ${c.scopes}, ${c.expiresAt ?? null},
+              ${c.policy.privacyPolicyVersion}, ${c.policy.tosVersion}, ${c.policy.consentVersion})
+      on conflict (tenant_id, user_id, client_id) do update set
+        scopes = case when consents.expires_at is not null and consents.expires_at <= now_ms() then excluded.scopes
+                 else (select array_agg(distinct s order by s) from unnest(consents.scopes || excluded.scopes) s) end,
+        selected_scopes = excluded.selected_scopes,
+        expires_at = excluded.expires_at,
+        granted_at = case when excluded.scopes <@ consents.scopes and (consents.expires_at is null or consents.expires_at > now_ms()) then consents.granted_at else now_ms() end,
+        privacy_policy_version = excluded.privacy_policy_version, tos_version = excluded.tos_version, consent_version = excluded.consent_version
+      ${unlessSame ? db`where not (consents.expires_at is null and excluded.expires_at is null and excluded.scopes <@ consents.scopes
+        and consents.selected_scopes is not distinct from excluded.selected_scopes
+        and consents.privacy_policy_version is not distinct from excluded.privacy_policy_version
+        and consents.tos_version is not distinct from excluded.tos_version and consents.consent_version is not distinct from excluded.consent_version)` : db``}
+      returning scopes`;
 }

@@ -20,13 +20,28 @@ return {n, ttl}`;
  * ends, when any limit is passed. Fails closed: without Redis the request is refused with 503.
  */
 export async function hitLimits(redis: Redis, limits: WindowLimit[], message: string): Promise<void> {
-  let results: Array<[number, number]>;
+  enforceLimits(await countHits(redis, limits), limits, message);
+}
+
+/** What countHits answers: per window, the count after this hit and the window's remaining ms. */
+export type HitCounts = Array<[number, number]>;
+
+/**
+ * hitLimits' first half: adds the hits (one script per key, sent at once) without judging them, so a
+ * caller can send them in the same round trip as reads it needs before it knows the limits (the login's
+ * code request counts while it reads the interaction). Only key, window and cost are used.
+ */
+export async function countHits(redis: Redis, windows: ReadonlyArray<Pick<WindowLimit, 'key' | 'windowMs' | 'cost'>>): Promise<HitCounts> {
   try {
-    results = await Promise.all(limits.map((l) =>
+    return await Promise.all(windows.map((l) =>
       redis.eval(SCRIPT, 1, l.key, String(Math.max(1, Math.ceil(l.windowMs))), String(l.cost ?? 1)) as Promise<[number, number]>));
   } catch (err) {
     throw new ServiceUnavailable('Rate limit state cannot be read.', 1, err);
   }
+}
+
+/** hitLimits' second half: 429 with Retry-After (the longest exceeded window) when a count passed its limit. */
+export function enforceLimits(results: HitCounts, limits: ReadonlyArray<Pick<WindowLimit, 'limit'>>, message: string): void {
   let retry = 0;
   results.forEach(([n, ttl], i) => { if (n > limits[i]!.limit) retry = Math.max(retry, Math.ceil(ttl / 1000)); });
   if (retry > 0) throw new RateLimited(Math.max(1, retry), message);

@@ -55,13 +55,21 @@ export const redisKeys = {
   tenantSuspended: (tenant: string) => `rvm:{t:${tenant}}:tenant-suspended`,
 
   // --- token endpoints ---
-  /** Cached introspection answer (src/oauth/introspect.ts). Tag `{<resource server client id>}`. */
-  introspection: (clientId: string, tokenHash: string) => `ic:{${clientId}}:${tokenHash}`,
+  /**
+   * Cached introspection answer with the kid that verified it, "<kid> <answer>" (src/oauth/introspect.ts).
+   * Tag `{<resource server client id>}`. Prefix `ik:` since the kid was added (was `ic:`, the bare answer),
+   * so processes of either version never read each other's entries during a rolling deploy.
+   */
+  introspection: (clientId: string, tokenHash: string) => `ik:{${clientId}}:${tokenHash}`,
   /** A client assertion's jti, against replay (src/clients/authenticate.ts, SET NX). Tag `{<client id>}`. */
   clientAssertion: (clientId: string, jti: string) => `ca:{${clientId}}:${jti}`,
 
   // --- login (src/login/*) ---
-  /** One-time email code: hash with attempts, tenant, client (a HSET/EXPIRE MULTI and a script on this one key). No tag needed. */
+  // A login step's keys belong to different owners (the interaction by its id, the address's code and
+  // windows by its hash, the client IP's windows, the tenant's suspension mark under `{t:<tenant>}`), so
+  // no one slot can hold them: a step sends them together instead (one write, auto-pipelined; on a
+  // Cluster one to each node at once), one round trip per dependency (test/login/redis-round-trips.test.ts).
+  /** One-time email code: hash with attempts, tenant, client. Every access is one script on this one key (store, attempt-and-compare, restore, drop-if-ours). No tag needed. */
   otp: (emailHash: string) => `otp:${emailHash}`,
   /** Dynamic client registrations per tenant and source address (src/oauth/register.ts, rate-limit script). Used alone; no tag needed. */
   registrationRate: (tenant: string, ip: string) => `rl:reg:${tenant}:${ip}`,
@@ -83,10 +91,16 @@ export const redisKeys = {
   clientAuthFailAlerted: (clientId: string) => `bf:client-alert:{${clientId}}`,
   /** Unknown or invalid check API keys per client IP (failure budget). No tag needed. */
   checkKeyFailIp: (ip: string) => `bf:ck:ip:${ip}`,
-  /** A pending authorization request while the user signs in. Used alone; no tag needed. */
+  /** A pending authorization request while the user signs in. Used alone (written with the tenant check, read with a step's rate windows or failure budgets); no tag needed. */
   interaction: (id: string) => `ia:${id}`,
   /** A login session, under the hash of its cookie value. Used alone; no tag needed. */
   session: (sidHash: string) => `sess:${sidHash}`,
+  /**
+   * A user's login sessions (src/login/user-session-index.ts): a sorted set of their session keys' hashes
+   * scored by expiry (epoch s). Every command on it names it alone (the session keys sit in other slots
+   * and are touched by commands of their own), so no tag. Tenant ids have no ':', so the purge's prefix is exact.
+   */
+  userLoginSessions: (tenant: string, userId: string) => `lsu:${tenant}:${userId}`,
   /**
    * Authorization code record and its redemption state. Tag `{<code hash>}` on all four: redeeming reads
    * the record, claims `:used` and reads `:issued` in one MULTI, and recording what was issued writes
@@ -135,7 +149,7 @@ export const redisKeys = {
    * the suspension mark again afterwards: a deleted tenant's tokens stay refused.
    */
   tenantOwns: (o: { tenant: string; clientIds: ReadonlySet<string>; checkKeyIds: ReadonlySet<string>; revokedJtiKeys: ReadonlySet<string> }) => (key: string): boolean => {
-    if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`)) return true;
+    if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`) || key.startsWith(`lsu:${o.tenant}:`)) return true;
     const tagged = /^(ic|ca|ck:rl|rl:dev):\{([^}]*)\}:/.exec(key);
     if (tagged) return (tagged[1] === 'ck:rl' ? o.checkKeyIds : o.clientIds).has(tagged[2]!);
     if (key.startsWith('bf:client:')) return o.clientIds.has(key.slice('bf:client:'.length)); // clientAuthFail (ids over 200 characters are cut there)

@@ -1,4 +1,5 @@
 import type { Db } from '../sql.js';
+import { consentUpsert, type ConsentInput } from './consents.js';
 
 export interface RefreshRecord {
   id: string; tenant_id: string; client_id: string; sub: string; scope: string; family_id: string;
@@ -22,8 +23,13 @@ export interface NewRefreshRow {
 export class RefreshTokenRepository {
   constructor(private readonly db: Db, private readonly tenantId: string) {}
 
-  async insert(r: NewRefreshRow): Promise<void> {
-    await this.db`insert into refresh_tokens (id, tenant_id, client_id, sub, scope, family_id, generation, shard, status, access_jti, auth_time, claims, expires_at)
+  /**
+   * `consent`: a first-party client's consent, recorded by the same statement (a data-modifying CTE):
+   * the token and the consent it rests on are written together, in one round trip.
+   */
+  async insert(r: NewRefreshRow, consent?: ConsentInput): Promise<void> {
+    await this.db`${consent ? this.db`with consent as (${consentUpsert(this.db, this.tenantId, consent, true)})` : this.db``}
+      insert into refresh_tokens (id, tenant_id, client_id, sub, scope, family_id, generation, shard, status, access_jti, auth_time, claims, expires_at)
       values (${r.id}, ${this.tenantId}, ${r.clientId}, ${r.sub}, ${r.scope}, ${r.familyId}, ${r.generation}, ${r.shard}, 'active',
               ${r.accessJti}, ${r.authTime}, ${this.db.json(r.claims as never)}, ${r.expiresAt})`;
   }

@@ -45,6 +45,12 @@ export interface AttemptOutcome {
   nextAttemptAt: number | null;
 }
 
+/** A test send as the delivery log records it (src/webhooks/test-send.ts): one attempt, already ended. */
+export interface TestDelivery {
+  id: string; webhookId: string; event: string; requestBody: RequestBody; ok: boolean; responseStatus: number | null;
+  responseTimeMs: number; error: string | null; startedAt: number; completedAt: number;
+}
+
 export const DEFAULT_MAX_RETRIES = 5;
 export const DEFAULT_RETRY_INTERVAL_S = 30;
 export const DEFAULT_TIMEOUT_S = 30;
@@ -168,6 +174,36 @@ export class WebhookRepository {
     if (row) return row;
     const [exists] = await db`select 1 from webhook_deliveries where tenant_id = ${this.tenantId} and webhook_id = ${webhookId} and id = ${deliveryId}`;
     return exists ? 'not_failed' : 'not_found';
+  }
+
+  /**
+   * Records a test send as an ended delivery of one attempt (no outbox row, nothing queued), with its
+   * attempt row and the webhook's counters, like a delivery the worker ended (docs/decisions.md). A
+   * failed one can be retried like any other (retryDelivery). Run it in one transaction.
+   */
+  async recordTestDelivery(t: TestDelivery): Promise<void> {
+    const db = this.db;
+    const status = t.ok ? 'success' : 'failed';
+    await db`
+      insert into webhook_deliveries (tenant_id, id, webhook_id, outbox_id, event, status, attempt, max_attempt, response_status,
+        response_time_ms, error, request_body, triggered_at, completed_at, next_attempt_at, queued_at, counted)
+      values (${this.tenantId}, ${t.id}, ${t.webhookId}, null, ${t.event}, ${status}, 1, 1, ${t.responseStatus},
+        ${t.responseTimeMs}, ${t.error}, ${db.json(t.requestBody as never)}, ${t.startedAt}, ${t.completedAt}, ${t.completedAt}, null, true)`;
+    await db`
+      insert into webhook_delivery_attempts (tenant_id, delivery_id, attempt, status, response_status, response_time_ms, error, started_at, completed_at)
+      values (${this.tenantId}, ${t.id}, 1, ${status}, ${t.responseStatus}, ${t.responseTimeMs}, ${t.error}, ${t.startedAt}, ${t.completedAt})`;
+    const failed = t.ok ? 0 : 1;
+    await db`
+      insert into webhook_stats (tenant_id, webhook_id, shard, total, failed, attempts, failed_attempts, last_success_at, last_failure_at)
+      values (${this.tenantId}, ${t.webhookId}, ${Math.floor(Math.random() * STATS_SHARDS)}, 1, ${failed}, 1, ${failed},
+        ${t.ok ? t.completedAt : null}, ${t.ok ? null : t.completedAt})
+      on conflict (tenant_id, webhook_id, shard) do update set
+        total = webhook_stats.total + 1,
+        failed = webhook_stats.failed + excluded.failed,
+        attempts = webhook_stats.attempts + 1,
+        failed_attempts = webhook_stats.failed_attempts + excluded.failed_attempts,
+        last_success_at = greatest(webhook_stats.last_success_at, excluded.last_success_at),
+        last_failure_at = greatest(webhook_stats.last_failure_at, excluded.last_failure_at)`;
   }
 
   /** Claims an Idempotency-Key of the test operation; when it was used in the last 24 h, its stored result (null while in flight). */

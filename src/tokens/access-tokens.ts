@@ -5,6 +5,7 @@ import type { KeyRing } from './keys.js';
 import type { ShardingCache } from './sharding.js';
 import type { Signer } from './signer.js';
 import { withStatusIdx, type StatusLists } from './status-list.js';
+import { VerifiedTokens } from './verified-tokens.js';
 
 export interface AccessTokenInput {
   tenant: string;
@@ -25,6 +26,8 @@ export class AccessTokens {
   private readonly opts: { typ: string; issuer: string; expiryTolerance: number };
   /** Set where tenants may turn token status lists on (src/services.ts); absent, no token carries a status. */
   statusLists: StatusLists | undefined;
+  /** Signatures already verified by this process (verifyAsync only: the hot paths). */
+  readonly verified = new VerifiedTokens();
 
   constructor(private readonly config: Config, private readonly ring: KeyRing, private readonly signer: Signer, private readonly sharding: ShardingCache) {
     // Our own tokens expire at exp, wherever they are presented (introspection, exchange, Bearer APIs).
@@ -70,7 +73,10 @@ export class AccessTokens {
     let claimsError: unknown;
     try { checkClaims(d, this.opts); } catch (err) { claimsError = err; }
     if (claimsError instanceof JwtError && claimsError.reason !== 'expired') throw claimsError;
-    if (!(await this.signer.verify(key, d.signingInput, d.signature))) throw new JwtError('signature');
+    if (!this.verified.has(token, key)) {
+      if (!(await this.signer.verify(key, d.signingInput, d.signature))) throw new JwtError('signature');
+      this.verified.add(token, key);
+    }
     if (claimsError) throw claimsError;
     return d.payload;
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { declareEvents } from '../events/declare.js';
 import { randomToken } from '../store/ids.js';
+import type { ConsentInput } from '../store/consents.js';
 import { RefreshTokenRepository, type RefreshRecord } from '../store/refresh-tokens.js';
 import type { Db, Sql } from '../sql.js';
 import { sha256b64url } from './secrets.js';
@@ -27,6 +28,8 @@ export function looksLikeRefreshToken(token: string): boolean {
 export interface NewRefresh {
   tenantId: string; clientId: string; sub: string; scope: string; familyId?: string; accessJti: string | null;
   authTime: number | null; claims?: Record<string, unknown>; ttlSeconds: number; generation: ShardGeneration;
+  /** A first-party client's consent, written by the same statement (see RefreshTokenRepository.insert). */
+  consent?: ConsentInput;
 }
 
 /** Issues a refresh token: stores its hash and returns the token. A new family is named after its first token. */
@@ -35,7 +38,7 @@ export async function storeRefreshToken(db: Db, r: NewRefresh): Promise<string> 
   await new RefreshTokenRepository(db, r.tenantId).insert({
     id: t.id, clientId: r.clientId, sub: r.sub, scope: r.scope, familyId: r.familyId ?? t.id, generation: t.generation, shard: t.shard,
     accessJti: r.accessJti, authTime: r.authTime, claims: r.claims ?? {}, expiresAt: Date.now() + r.ttlSeconds * 1000,
-  });
+  }, r.consent);
   return t.token;
 }
 

@@ -1,3 +1,4 @@
+import type { RequestBody, TestDelivery } from '../store/webhooks.js';
 import { deliveryHeaders, newDeliveryId } from './message.js';
 import { postWebhook } from './sender.js';
 
@@ -19,15 +20,26 @@ export interface TestResult {
   duration_ms: number; timestamp: string; headers_sent: string[];
 }
 
-/** Sends one signed test delivery synchronously (spec "webhook test result", shape A). Not recorded as a delivery. */
-export async function sendTest(w: { id: string; url: string; headers: Record<string, string>; timeout_s: number }, secret: string, event: string | undefined, allowPrivate: boolean): Promise<TestResult> {
+/**
+ * Sends one signed test delivery synchronously: the receiver's answer (spec "webhook test result",
+ * shape A) and the delivery to record in the webhook's log, under the id the receiver saw in X-Svc-Delivery.
+ */
+export async function sendTest(w: { id: string; url: string; headers: Record<string, string>; timeout_s: number }, secret: string, event: string | undefined, allowPrivate: boolean): Promise<{ result: TestResult; delivery: TestDelivery }> {
   const name = event ?? TEST_EVENT;
   const timestamp = new Date().toISOString();
-  const body = JSON.stringify({ event: name, timestamp, data: sampleData(name, w.id) });
-  const headers = deliveryHeaders({ secret, event: name, deliveryId: newDeliveryId(), body, custom: w.headers });
+  const requestBody: RequestBody = { event: name, timestamp, data: sampleData(name, w.id) };
+  const body = JSON.stringify(requestBody);
+  const id = newDeliveryId();
+  const headers = deliveryHeaders({ secret, event: name, deliveryId: id, body, custom: w.headers });
+  const startedAt = Date.now();
   const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, allowPrivate);
+  const completedAt = Date.now();
   const out: TestResult = { success: r.ok, webhook_id: w.id, url: w.url, response_body: r.body, duration_ms: r.durationMs, timestamp, headers_sent: Object.keys(headers) };
   if (r.status !== null && r.status >= 100 && r.status <= 599) out.status_code = r.status;
   if (r.error) out.error = r.error;
-  return out;
+  const delivery: TestDelivery = {
+    id, webhookId: w.id, event: name, requestBody, ok: r.ok, responseStatus: out.status_code ?? null, responseTimeMs: r.durationMs,
+    error: r.error, startedAt, completedAt,
+  };
+  return { result: out, delivery };
 }

@@ -38,6 +38,36 @@ t.test('create shows the secret once; get never; 409 client_id_already_exists; 4
   t.equal(badUri.status, 422);
 });
 
+t.test('redirect URIs follow dynamic registration\'s rules on create and update (422 validation_error naming the field)', async (t) => {
+  const base = { name: 'Web app', grant_types: ['authorization_code'] };
+  for (const [why, uri, problem] of [
+    ['http off loopback', 'http://app.example/cb', /must use https/],
+    ['a custom scheme', 'com.example.app:/cb', /must use https/],
+    ['a fragment', 'https://app.example/cb#x', /fragment/],
+    ['a wildcard', 'https://*.app.example/cb', /wildcard/],
+    ['user information', 'https://user:pw@app.example/cb', /user information/],
+  ] as const) {
+    const r = await call('POST', '/api/admin/clients', { ...base, redirect_uris: ['https://app.example/ok', uri] });
+    t.equal(r.status, 422, why);
+    t.equal(r.body.error, 'validation_error', why);
+    t.same(Object.keys(r.body.details), ['redirect_uris'], why);
+    t.match(r.body.details.redirect_uris[0], problem, why);
+    t.ok(r.body.details.redirect_uris[0].includes(JSON.stringify(uri)), `${why}: the URI is named`);
+  }
+  const logout = await call('POST', '/api/admin/clients', { ...base, redirect_uris: ['https://app.example/cb'], post_logout_redirect_uris: ['http://app.example/bye'] });
+  t.equal(logout.status, 422);
+  t.same(Object.keys(logout.body.details), ['post_logout_redirect_uris']);
+  // What registration accepts, the admin API accepts: https anywhere, http on loopback hosts (native apps).
+  const ok = await call('POST', '/api/admin/clients', { ...base, redirect_uris: ['https://app.example/cb', 'http://127.0.0.1/cb', 'http://localhost:8080/cb', 'http://[::1]/cb'], post_logout_redirect_uris: ['https://app.example/bye'] });
+  t.equal(ok.status, 201, JSON.stringify(ok.body));
+  const upd = await call('PUT', `/api/admin/clients/${ok.body.client_id}`, { redirect_uris: ['http://evil.example/cb'] });
+  t.equal(upd.status, 422);
+  t.same(Object.keys(upd.body.details), ['redirect_uris']);
+  t.same((await call('GET', `/api/admin/clients/${ok.body.client_id}`)).body.redirect_uris, ok.body.redirect_uris, 'a refused update changes nothing');
+  // An update that leaves the URIs out is not held to them.
+  t.equal((await call('PUT', `/api/admin/clients/${ok.body.client_id}`, { name: 'Renamed' })).status, 200);
+});
+
 t.test('the created secret works at /token; rotation replaces it', async (t) => {
   const c = (await call('POST', '/api/admin/clients', { name: 'Rotating', grant_types: ['client_credentials'], allowed_audiences: [DEMO_RESOURCE_AUDIENCE] })).body;
   const ok = await postForm(`${srv.url}/token`, c, { grant_type: 'client_credentials' });

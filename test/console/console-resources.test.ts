@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
 import { createLogger } from '../../src/log.js';
+import { createSession, readSession } from '../../src/login/sessions.js';
 import { storeRefreshToken } from '../../src/tokens/refresh-tokens.js';
 import { startJobsWorker } from '../../workers/jobs-worker.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
@@ -173,6 +174,8 @@ if (!browser) {
     const web = tenant.clients.web.client_id;
     await storeRefreshToken(srv.deps.sql, { tenantId: tenant.tenant_id, clientId: web, sub: user.id, scope: 'openid email', accessJti: null, authTime: null, ttlSeconds: 3600, generation: { generation: 1, shardCount: 16 } });
     await srv.deps.store.forTenant(tenant.tenant_id).consents.upsert({ userId: user.id, clientId: web, scopes: ['openid', 'email'], policy: { privacyPolicyVersion: '1', tosVersion: '1', consentVersion: 1 } });
+    // And a sign-in at svc itself (its session cookie), as the login's createSession leaves it.
+    const login = await createSession(srv.deps.redis, { tenantId: tenant.tenant_id, userId: user.id, email: someone, authTime: Math.floor(Date.now() / 1000) });
     const email = await consoleAdministrator(srv, tenant.tenant_id, ['admin:users:read', 'admin:users:write', 'admin:roles:read', 'admin:roles:write', 'admin:settings:read']);
     const { page, problems } = await drive.watchedPage();
     await drive.signIn(page, tenant.tenant_id, email);
@@ -203,6 +206,14 @@ if (!browser) {
     await page.getByRole('dialog', { name: 'Withdraw this consent?' }).getByRole('button', { name: 'Withdraw consent' }).click();
     await page.getByText('No consents.').waitFor();
     t.same(await srv.deps.store.forTenant(tenant.tenant_id).consents.listForUser(user.id), [], 'the consent is withdrawn');
+    const logins = page.getByRole('table', { name: 'Login sessions of the user' });
+    const loginRow = logins.getByRole('row').filter({ hasText: /lses_/ });
+    await loginRow.waitFor();
+    await drive.checkScreen(t, page);
+    await loginRow.getByRole('button', { name: /^End login session lses_/ }).click();
+    await page.getByRole('dialog', { name: 'End this login session?' }).getByRole('button', { name: 'End login session' }).click();
+    await page.getByText('No login sessions.').waitFor();
+    t.equal(await readSession(srv.deps.redis, login.id), null, 'the login session is ended: its cookie no longer signs in');
 
     await page.getByLabel('Move to partition').selectOption('eu');
     await page.getByRole('button', { name: 'Move data' }).click();

@@ -102,9 +102,11 @@ if (!browser) {
     await page.getByRole('button', { name: 'Send a test' }).click();
     await page.getByTestId('test-result').filter({ hasText: 'Delivered: answered 200' }).waitFor();
     t.equal(good.received.length, 1, 'the receiver got the test');
+    const log = page.getByRole('table', { name: 'Delivery log' });
+    await log.getByRole('row').filter({ hasText: 'webhook.test' }).filter({ hasText: 'success' }).filter({ hasText: '200' }).waitFor();
+    t.pass('the test send is in the delivery log');
     const someone = await call(tenantId, 'POST', '/api/admin/users', { email: uniqueEmail('leaver') });
     await call(tenantId, 'DELETE', `/api/admin/users/${someone.body.id}`);
-    const log = page.getByRole('table', { name: 'Delivery log' });
     await log.getByRole('row').filter({ hasText: 'user.deleted' }).filter({ hasText: 'success' }).waitFor({ timeout: 20_000 });
     t.pass('an event\'s delivery is in the log');
 

@@ -11,8 +11,9 @@ import { logEnv } from './fixtures.js';
 const env = await logEnv({ LOG_CHUNK_MAX_RECORDS: '150', LOG_ARCHIVE_INTERVAL_MS: '200' });
 const { sql } = env;
 const A = await adminOf(env.srv, ['admin:*'], 'logcrash');
-// 10,000 records are 67 chunks, enough to kill mid-run; test:long (TEST_LONG) archives 30,000.
-const N = process.env.TEST_LONG ? 30_000 : 10_000;
+// 5,000 records are 34 chunks, enough to kill mid-run (at 10 committed, at 5 rewrapped); test:long
+// (TEST_LONG) archives 30,000.
+const N = process.env.TEST_LONG ? 30_000 : 5_000;
 const dir = path.join(env.ENV.LOG_ARCHIVE_DIR, 'default');
 
 const chunksOf = () => sql<any[]>`select * from log_chunks where tenant_id = ${A.tenantId} and log_type = 'auth' order by id`;

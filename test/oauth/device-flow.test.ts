@@ -107,12 +107,41 @@ t.test('the codes; an immediate first poll is pending, a faster one slow_down an
   const id = decodeJwt(tokens.body.id_token);
   t.equal(id.aud, A.tv);
   t.equal(id.sub, at.sub);
-  t.match((await poll(A.tv, c2.body.device_code)), { status: 400, body: { error: 'invalid_grant' } }, 'a device code is used once');
   const refreshed = await form('/token', { grant_type: 'refresh_token', client_id: A.tv, refresh_token: tokens.body.refresh_token });
   t.equal(refreshed.status, 200, 'the refresh token works for the public client');
   // The consent the person gave is listed for them (and revocable) like any other.
   const consents = await (await fetch(`${srv.url}/api/user/consents`, { headers: { authorization: `Bearer ${tokens.body.access_token}` } })).json() as any;
   t.ok(JSON.stringify(consents).includes(A.tv), 'the device client is among the user\'s consents');
+});
+
+t.test('a device code polled again after its tokens: invalid_grant, and the first tokens are revoked (RFC 9700 4.5)', async (t) => {
+  // A resource server of the tenant that introspects any of its tokens (no strict_validation).
+  const call = api(srv, await adminToken(srv, { tenantId: A.tenant.tenant_id, permissions: ['admin:*'] }));
+  const made = await call('POST', '/api/admin/clients', { name: 'Introspector', grant_types: [], can_introspect: true, strict_validation: false });
+  t.equal(made.status, 201, JSON.stringify(made.body));
+  const rs = { client_id: made.body.client_id as string, client_secret: made.body.client_secret as string };
+  const introspect = async (token: string) => (await (await postForm(`${srv.url}/introspect`, rs, { token })).json() as any).active;
+  const c = await start(A.tv);
+  t.same((await decide(c.body.user_code, 'allow', '198.51.100.7')).body, { approved: true });
+  const tokens = await poll(A.tv, c.body.device_code);
+  t.equal(tokens.status, 200, JSON.stringify(tokens.body));
+  t.equal(await introspect(tokens.body.access_token), true, 'the access token is active before the replay');
+  const again = await poll(A.tv, c.body.device_code);
+  t.same(again, { status: 400, body: { error: 'invalid_grant', error_description: 'The device code was already used.' } });
+  t.equal(await introspect(tokens.body.access_token), false, 'the first access token is revoked');
+  const refreshed = await form('/token', { grant_type: 'refresh_token', client_id: A.tv, refresh_token: tokens.body.refresh_token });
+  t.equal(refreshed.status, 400);
+  t.equal((await refreshed.json() as any).error, 'invalid_grant', 'its refresh token is refused');
+  // Another tenant's client cannot revoke them, and is told the code is unknown to it.
+  const c2 = await start(A.tv);
+  t.same((await decide(c2.body.user_code, 'allow', '198.51.100.8')).body, { approved: true });
+  const kept = await poll(A.tv, c2.body.device_code);
+  t.equal(kept.status, 200);
+  t.match(await poll(B.tv, c2.body.device_code), { status: 400, body: { error: 'invalid_grant', error_description: 'The device code is invalid.' } });
+  t.equal(await introspect(kept.body.access_token), true, 'another client\'s poll revokes nothing');
+  // The alert was recorded for the tenant before the answer (the same transaction as any outbox event).
+  const alerts = await srv.deps.sql<{ data: any }[]>`select data from event_outbox where tenant_id = ${A.tenant.tenant_id} and event = 'security.alert'`;
+  t.same(alerts.filter((a) => a.data.reason === 'device_code_replay').map((a) => a.data.client_id), [A.tv], 'one security.alert for the replay');
 });
 
 t.test('denied consent: access_denied, and the code stays refused', async (t) => {

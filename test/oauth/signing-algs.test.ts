@@ -94,7 +94,8 @@ t.test('tokens signed with another tenant\'s key, or an algorithm the tenant doe
   t.equal(await introspect(es, early), true, 'within the window after the move, the deployment key still verifies the tenant\'s earlier tokens');
   await srv.deps.sql`update tenants set shared_keys_until = ${Date.now() - 1} where id = ${es.tenant_id}`;
   await srv.deps.tokens.keys.load();
-  // A token not introspected before (a cached answer is kept for its short cache life, as for any key change).
+  // The earlier token's answer was cached active: a hit is honoured only while the ring verifies its key for the tenant.
+  t.equal(await introspect(es, early), false, 'past it, the earlier token is inactive although its active answer is cached');
   const deployment = await byDeployment();
   t.equal(await introspect(es, deployment), false, 'past it, an algorithm the tenant does not enable is refused');
   t.equal((await j(await exchange(es, deployment))).error, 'invalid_grant');

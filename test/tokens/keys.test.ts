@@ -33,6 +33,13 @@ t.test('rotation: the next key is published before it signs, and old tokens keep
   const jwks2 = await j(await fetch(`${srv.url}/.well-known/jwks.json`));
   t.same(jwks2.keys.map((k: { kid: string }) => k.kid).sort(), [oldKid, r.active, r.next].sort(), 'retired, active and next keys published');
   for (const tok of [old, fresh]) t.equal((await j(await postForm(`${srv.url}/introspect`, b.clients.resource_server, { token: tok }))).active, true);
+  // Past its verification window the retired key leaves the ring: the old token's active answer is cached
+  // (introspected just above), and the hit is still refused because the ring no longer verifies its kid.
+  await srv.deps.sql`update signing_keys set verify_until = ${Date.now() - 1} where kid = ${oldKid}`;
+  await srv.deps.tokens.keys.load();
+  t.equal(srv.deps.tokens.keys.verifyKey(oldKid), undefined, 'the retired key is out of the ring');
+  t.equal((await j(await postForm(`${srv.url}/introspect`, b.clients.resource_server, { token: old }))).active, false, 'a dropped key\'s token is inactive despite its cached answer');
+  t.equal((await j(await postForm(`${srv.url}/introspect`, b.clients.resource_server, { token: fresh }))).active, true, 'the current key\'s cached answer still holds');
   const [row] = await srv.deps.sql<{ private_key_enc: Buffer }[]>`select private_key_enc from signing_keys where kid = ${r.active}`;
   t.notMatch(row!.private_key_enc.toString('latin1'), /BEGIN|PRIVATE/, 'private keys are stored encrypted');
 });

@@ -151,6 +151,41 @@ t.test('test operation: default and named events, signature, timeout error, Idem
   t.equal(cb.error, 'validation_error');
   t.match(cb.details['Idempotency-Key'][0], /different request body/);
   t.equal(rx.received.length, before + 1, 'nothing is sent for the refused reuse');
+
+  // Each test send is in the delivery log (the replay is not), under the id the receiver saw.
+  const page = await j(await api(`/${created.id}/deliveries`));
+  t.equal(page.total, 4, 'three sends and one keyed send; no delivery for the replay or the refused reuse');
+  const byId = new Map(page.items.map((d: { id: string }) => [d.id, d]));
+  const first = byId.get(got.headers['x-svc-delivery'] as string);
+  t.match(first, { event: 'webhook.test', status: 'success', attempt: 1, response_status: 201, error: null, request_body: JSON.parse(got.body), completed_at: Number });
+  t.ok(r1.headers_sent.includes('X-Svc-Delivery'));
+  t.match(byId.get(rx.received[1]!.headers['x-svc-delivery'] as string), { event: 'user.deleted', status: 'success', request_body: { event: 'user.deleted', data: { test: true } } });
+  const timedOut = page.items.find((d: { event: string }) => d.event === 'auth.login');
+  t.match(timedOut, { status: 'failed', attempt: 1, response_status: null, error: /timeout/ });
+  t.equal((await j(await api(`/${created.id}/deliveries?status=failed`))).total, 1, 'the status filter sees it');
+  const one = await j(await api(`/${created.id}/deliveries/${timedOut.id}`));
+  t.match(one.attempts, [{ attempt: 1, status: 'failed', error: /timeout/ }]);
+  t.match(await j(await api(`/${created.id}`)), { total_deliveries: 4, failed_deliveries: 1, total_attempts: 4, failed_attempts: 1 }, 'test sends count (docs/decisions.md)');
+  t.equal((await api(`/${created.id}/deliveries`, { token: other })).status, 404, 'another tenant does not see the log');
+});
+
+t.test('a failed test send is retried from the log through the normal path', async (t) => {
+  let fail = true;
+  const rx = await startReceiver(() => (fail ? { status: 500, body: 'down' } : { status: 200 }));
+  t.teardown(() => rx.close());
+  const created = await j(await api('', { method: 'POST', body: { name: 'RT', url: rx.url, events: ['user.created'] } }));
+  const r = await j(await api(`/${created.id}/test`, { method: 'POST', body: {} }));
+  t.match(r, { success: false, status_code: 500, error: 'HTTP 500', response_body: 'down' });
+  const [d] = (await j(await api(`/${created.id}/deliveries`))).items;
+  t.match(d, { event: 'webhook.test', status: 'failed', attempt: 1, response_status: 500, error: 'HTTP 500' });
+  fail = false;
+  const res = await api(`/${created.id}/deliveries/${d.id}/retry`, { method: 'POST' });
+  t.equal(res.status, 202);
+  await waitFor(async () => (await j(await api(`/${created.id}/deliveries/${d.id}`))).status === 'success');
+  t.equal(rx.received.length, 2);
+  t.equal(rx.received[1]!.headers['x-svc-delivery'], d.id, 'the same delivery, sent again by the worker');
+  t.same(JSON.parse(rx.received[1]!.body), JSON.parse(rx.received[0]!.body), 'with the body sent the first time');
+  t.match(await j(await api(`/${created.id}`)), { total_deliveries: 1, failed_deliveries: 0, total_attempts: 2, failed_attempts: 1 });
 });
 
 t.test('deliveries over the API: list with filters and cursor, one with attempts, manual retry', async (t) => {
@@ -219,8 +254,9 @@ t.test('create, update, delete, test and retry are in the admin audit log, witho
   t.equal(tested.status, 200);
   t.equal((await call('POST', `/api/admin/webhooks/${id}/test`, {}, { 'idempotency-key': 'audit-k' })).status, 200, 'a replay');
   await emit(srv.deps.sql, { tenantId: auditTenant, event: 'user.created', data: { user_id: 'audited-user' } });
-  await waitFor(async () => (await call('GET', `/api/admin/webhooks/${id}/deliveries?status=failed`)).body.total === 1);
-  const delivery = (await call('GET', `/api/admin/webhooks/${id}/deliveries`)).body.items[0];
+  // (The failed test send is in the log too: the event's delivery is found by its event.)
+  await waitFor(async () => (await call('GET', `/api/admin/webhooks/${id}/deliveries?status=failed&event=user.created`)).body.total === 1);
+  const delivery = (await call('GET', `/api/admin/webhooks/${id}/deliveries?event=user.created`)).body.items[0];
   fail = false;
   t.equal((await call('POST', `/api/admin/webhooks/${id}/deliveries/${delivery.id}/retry`)).status, 202);
   const generated = await call('POST', '/api/admin/webhooks', { name: 'short-lived', url: rx.url, events: ['user.created'] });

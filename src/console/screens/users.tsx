@@ -2,7 +2,7 @@ import { Alert, Anchor, Badge, Button, Group, Modal, NativeSelect, Stack, Table,
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import type { AdminPiiPartitionSettings, AdminRoleList, AdminUser, AdminUserPiiMoved, AdminUserRoles, AdminUserSessionList, LoginConsentList } from '../../generated/types.ts';
+import type { AdminPiiPartitionSettings, AdminRoleList, AdminUser, AdminUserPiiMoved, AdminUserLoginSessionList, AdminUserRoles, AdminUserSessionList, LoginConsentList } from '../../generated/types.ts';
 import { api, viewedTenant } from '../api.ts';
 import { Confirm, Details, Failure, fieldErrors, when } from '../forms.tsx';
 import { can } from '../auth.ts';
@@ -99,6 +99,7 @@ export function UserDetail() {
       )}
       {can(session, 'admin:roles:read') && <UserRoles userId={u.id} writer={can(session, 'admin:roles:write')} />}
       <UserSessions userId={u.id} writer={writer} />
+      <UserLoginSessions userId={u.id} writer={writer} />
       <UserConsents userId={u.id} writer={writer} />
       {writer && <PiiMove userId={u.id} />}
       <Confirm opened={confirming === 'lock'} title="Lock this user?" action="Lock user" pending={lock.isPending} error={lock.error} onConfirm={() => lock.mutate(true)} onClose={() => setConfirming(null)}>
@@ -185,17 +186,22 @@ function PiiMove({ userId }: { userId: string }) {
   );
 }
 
-/** The user's sessions at applications (live refresh token families); ending one is confirmed. */
-function UserSessions({ userId, writer }: { userId: string; writer: boolean }) {
+/** A user's sessions of one kind (`GET /users/{id}/<kind>`), and the ending of one (`DELETE .../<kind>/{sid}`). */
+function useEndableSessions<T extends { id: string }>(userId: string, kind: 'sessions' | 'login-sessions') {
   const queries = useQueryClient();
-  const path = `/users/${encodeURIComponent(userId)}/sessions`;
-  const [ending, setEnding] = useState<AdminUserSessionList['sessions'][number] | null>(null);
-  const list = useQuery({ queryKey: ['/users', viewedTenant(), userId, 'sessions'], queryFn: () => api<AdminUserSessionList>('GET', path) });
+  const path = `/users/${encodeURIComponent(userId)}/${kind}`;
+  const [ending, setEnding] = useState<T | null>(null);
+  const list = useQuery({ queryKey: ['/users', viewedTenant(), userId, kind], queryFn: () => api<{ sessions: T[] }>('GET', path) });
   const end = useMutation({
     mutationFn: (id: string) => api<void>('DELETE', `${path}/${encodeURIComponent(id)}`),
     onSuccess: async () => { setEnding(null); await queries.invalidateQueries({ queryKey: ['/users'] }); },
   });
-  const rows = list.data?.sessions ?? [];
+  return { list, rows: list.data?.sessions ?? [], ending, setEnding, end };
+}
+
+/** The user's sessions at applications (live refresh token families); ending one is confirmed. */
+function UserSessions({ userId, writer }: { userId: string; writer: boolean }) {
+  const { list, rows, ending, setEnding, end } = useEndableSessions<AdminUserSessionList['sessions'][number]>(userId, 'sessions');
   return (
     <Stack gap="xs">
       <Title order={3}>Sessions</Title>
@@ -214,6 +220,32 @@ function UserSessions({ userId, writer }: { userId: string; writer: boolean }) {
       {list.data && rows.length === 0 && <Text>No sessions.</Text>}
       <Confirm opened={ending !== null} title="End this session?" action="End session" pending={end.isPending} error={end.error} onConfirm={() => ending && end.mutate(ending.id)} onClose={() => setEnding(null)}>
         <Text>{ending?.client_id} loses this sign-in: its refresh token and the access tokens issued from it stop working.</Text>
+      </Confirm>
+    </Stack>
+  );
+}
+
+/** The user's login sessions at svc itself (the session cookie); ending one is confirmed. */
+function UserLoginSessions({ userId, writer }: { userId: string; writer: boolean }) {
+  const { list, rows, ending, setEnding, end } = useEndableSessions<AdminUserLoginSessionList['sessions'][number]>(userId, 'login-sessions');
+  return (
+    <Stack gap="xs">
+      <Title order={3}>Login sessions</Title>
+      <Failure error={list.error} />
+      <Table aria-label="Login sessions of the user">
+        <Table.Thead><Table.Tr><Table.Th>Session</Table.Th><Table.Th>Signed in</Table.Th><Table.Th>Expires</Table.Th>{writer && <Table.Th>Actions</Table.Th>}</Table.Tr></Table.Thead>
+        <Table.Tbody>
+          {rows.map((r) => (
+            <Table.Tr key={r.id}>
+              <Table.Td>{r.id}</Table.Td><Table.Td>{when(r.signed_in_at)}</Table.Td><Table.Td>{when(r.expires_at)}</Table.Td>
+              {writer && <Table.Td><Button size="xs" variant="outline" color="red.9" onClick={() => setEnding(r)} aria-label={`End login session ${r.id}`}>End</Button></Table.Td>}
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+      {list.data && rows.length === 0 && <Text>No login sessions.</Text>}
+      <Confirm opened={ending !== null} title="End this login session?" action="End login session" pending={end.isPending} error={end.error} onConfirm={() => ending && end.mutate(ending.id)} onClose={() => setEnding(null)}>
+        <Text>The browser signed in with this session must sign in again. Tokens applications already hold are not affected.</Text>
       </Confirm>
     </Stack>
   );

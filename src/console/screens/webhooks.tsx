@@ -166,7 +166,8 @@ export function WebhookDetail() {
   const [status, setStatus] = useState('');
   const hook = useQuery({ queryKey: ['/webhooks', viewedTenant(), id], queryFn: () => api<AdminWebhook>('GET', hookPath(id)) });
   const refresh = () => queries.invalidateQueries({ queryKey: ['/webhooks'] });
-  const test = useMutation({ mutationFn: () => api<AdminWebhookTestResult>('POST', `${hookPath(id)}/test`, testEvent ? { event: testEvent } : {}) });
+  // A test send is recorded in the delivery log and the counters: both are read again at once.
+  const test = useMutation({ mutationFn: () => api<AdminWebhookTestResult>('POST', `${hookPath(id)}/test`, testEvent ? { event: testEvent } : {}), onSuccess: refresh });
   const update = useMutation({ mutationFn: (b: AdminWebhookUpdate) => api<AdminWebhook>('PUT', hookPath(id), b), onSuccess: refresh });
   const rotate = useMutation({
     mutationFn: async () => { const secret = newSigningSecret(); await api<AdminWebhook>('PUT', hookPath(id), { secret }); return secret; },

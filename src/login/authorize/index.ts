@@ -1,7 +1,7 @@
 import type { Client } from '../../clients/model.js';
 import type { Deps } from '../../deps.js';
 import type { Requirements } from '../../tenants/security-profile.js';
-import { checkClient } from './check-client.js';
+import { checkClientDeferred } from './check-client.js';
 import { checkPkce } from './check-pkce.js';
 import { checkPrompt } from './check-prompt.js';
 import { checkRedirectUri } from './check-redirect-uri.js';
@@ -15,10 +15,12 @@ export { PageError, RedirectableError, type AuthorizationRequest, type Query } f
 const JKT = /^[A-Za-z0-9_-]{43}$/;
 
 /** The first two checks: until they pass there is nowhere safe to send an error. */
-export async function trustedTarget(deps: Deps, q: Query): Promise<{ client: Client; redirectUri: string; given: boolean }> {
-  const client = await checkClient(deps, q);
-  const { redirectUri, given } = checkRedirectUri(client, q);
-  return { client, redirectUri, given };
+export async function trustedTarget(deps: Deps, q: Query): Promise<{ client: Client; redirectUri: string; given: boolean; tenantCheck: Promise<void> }> {
+  const { client, tenantCheck } = await checkClientDeferred(deps, q);
+  let target;
+  // A suspended tenant's 403 comes before any complaint about the redirect URI, as it always did.
+  try { target = checkRedirectUri(client, q); } catch (err) { await tenantCheck; throw err; }
+  return { client, redirectUri: target.redirectUri, given: target.given, tenantCheck };
 }
 
 /** The remaining checks, in order; each throws RedirectableError, which goes back to the redirect URI. */

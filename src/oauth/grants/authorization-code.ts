@@ -1,24 +1,17 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { GRANT } from '../../clients/model.js';
 import { declareEvents } from '../../events/declare.js';
-import type { Deps } from '../../deps.js';
 import { OAuthError } from '../../errors.js';
-import { recordIssued, redeemCode, type IssuedFromCode } from '../../login/codes.js';
-import { revokeFamily } from '../../tokens/refresh-tokens.js';
+import { recordIssued, redeemCode } from '../../login/codes.js';
 import { one, required } from '../params.js';
 import { issueForUser, type Grant } from './grant.js';
+import { revokeIssued } from './revoke-issued.js';
 
 /** A replayed authorization code is a security alert (its first tokens are revoked). */
 const codeGrantEvents = declareEvents(['security.alert']);
 
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 const invalidGrant = (why = 'The authorization code is invalid.') => new OAuthError('invalid_grant', why);
-
-/** Revokes what a replayed code's first redemption issued (RFC 6749 4.1.2, RFC 9700 4.5). */
-async function revokeIssued(deps: Deps, tenant: string, issued: IssuedFromCode): Promise<void> {
-  await deps.tokens.revocations.revoke(tenant, issued.accessJti, issued.accessExp);
-  if (issued.refreshFamily) await revokeFamily(deps.sql, tenant, issued.refreshFamily);
-}
 
 function pkceMatches(verifier: string, challenge: string): boolean {
   const computed = Buffer.from(createHash('sha256').update(verifier, 'ascii').digest('base64url'));
@@ -67,7 +60,7 @@ export const authorizationCode: Grant = {
       if (binding.jkt !== rec.dpopJkt) throw invalidGrant('The DPoP proof\'s key is not the one the authorization request named (dpop_jkt).');
     }
     // The tenant is the code's, which is the client's (checked above).
-    const { body, issued } = await issueForUser(deps, client, { userId: rec.userId, email: rec.email, authTime: rec.authTime, scope: rec.scope, nonce: rec.nonce, resource: rec.resource }, form, binding);
+    const { body, issued } = await issueForUser(deps, client, { userId: rec.userId, email: rec.email, authTime: rec.authTime, scope: rec.scope, nonce: rec.nonce, resource: rec.resource, recordConsent: rec.firstPartyConsent === true }, form, binding);
     if (await recordIssued(deps.redis, redemption.codeHash, issued)) {
       // A replay arrived while these were being issued: they must not be used either.
       await revokeIssued(deps, rec.tenantId, issued);

@@ -9,6 +9,7 @@ import { storeRefreshToken } from '../../tokens/refresh-tokens.js';
 import { sha256b64url } from '../../tokens/secrets.js';
 import { adminClaimsFor } from '../../tokens/user-claims.js';
 import { issueIdToken } from '../id-token.js';
+import { consentInput, recordFirstPartyConsent } from '../../login/consent.js';
 import { scopeList } from '../params.js';
 import { requestedTargets, resourcesOf, scopeForAudience, withinGrant } from '../resource-indicators.js';
 
@@ -105,6 +106,8 @@ export interface Approval {
   userId: string; email: string; authTime: number; scope: string[]; nonce?: string;
   /** RFC 8707: the resources the authorization request named; the tokens are for these only. */
   resource?: string[] | undefined;
+  /** A first-party client's implicit consent, recorded with the tokens (with the refresh token: one statement). */
+  recordConsent?: boolean | undefined;
 }
 
 /** What a person's tokens were, so the grant can revoke them again (a replayed code). */
@@ -132,18 +135,22 @@ export async function issueForUser(deps: Deps, client: Client, a: Approval, form
   // The refresh token keeps the whole grant: its default audience, and the resources it may be refreshed for.
   const grantClaims = { aud: audClaim(aud), ...(granted.length ? { resources: granted } : {}) };
   const issued: IssuedForUser = { accessJti: at.jti, accessExp: at.exp };
+  const consent = a.recordConsent ? await consentInput(deps, client, a.userId, a.scope) : undefined;
+  const withRefresh = client.grantTypes.includes(GRANT.refreshToken) && (a.scope.includes('offline_access') || client.firstParty);
   const [idToken, refresh] = await Promise.all([
     a.scope.includes('openid')
       ? issueIdToken(deps, { clientId: client.clientId, sub: a.userId, email: a.email, emailVerified: true, authTime: a.authTime, nonce: a.nonce, accessToken: at.token, tenant: client.tenantId, alg: client.idTokenSignedResponseAlg })
       : undefined,
-    client.grantTypes.includes(GRANT.refreshToken) && (a.scope.includes('offline_access') || client.firstParty)
+    withRefresh
       ? storeRefreshToken(deps.sql, {
         tenantId: client.tenantId, clientId: client.clientId, sub: a.userId, scope, accessJti: at.jti, authTime: a.authTime * 1000,
         // A public client's refresh token is bound to the proof's key (RFC 9449 5); a confidential client's
         // is held by its authentication, and each refresh binds the new access token to that request's proof.
         claims: binding && client.authMethod === 'none' ? { ...grantClaims, cnf: { jkt: binding.jkt } } : grantClaims, ttlSeconds: refreshTtl(deps.config.refreshTokenTtlSeconds, client.refreshTokenTtl, (await deps.tokens.tenantSettings.get(client.tenantId)).settings), generation: deps.tokens.sharding.current(client.clientId),
+        ...(consent ? { consent: { userId: consent.userId, clientId: consent.clientId, scopes: consent.scopes, expiresAt: consent.expiresAt, policy: consent.policy } } : {}),
       })
       : undefined,
+    consent && !withRefresh ? recordFirstPartyConsent(deps, client, a.userId, a.scope) : undefined,
   ]);
   if (refresh) { body.refresh_token = refresh; issued.refreshFamily = sha256b64url(refresh); }
   if (idToken) body.id_token = idToken;
