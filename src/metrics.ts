@@ -321,3 +321,17 @@ const signingKeyCreated = new client.Gauge({
 export function setSigningKeyCreated(alg: string, createdAtMs: number): void {
   signingKeyCreated.set({ alg }, createdAtMs / 1000);
 }
+// Tenants' own keys (signing_algs): one series per algorithm, never per tenant (tenant ids would make the
+// series count grow with the tenants): the oldest active key of any tenant, which is what a rotation policy bounds.
+const tenantSigningKeyOldest = new client.Gauge({
+  name: 'svc_tenant_signing_key_oldest_created_timestamp_seconds',
+  help: 'Creation time of the oldest key any tenant signs with (its own keys, signing_algs), per algorithm; absent for an algorithm no tenant signs with; min over processes',
+  labelNames: ['alg'] as const,
+  aggregator: 'min',
+});
+/** Called by the key ring after each load: the oldest active tenant key's creation time per algorithm. */
+export function setTenantSigningKeysOldest(oldestByAlg: ReadonlyMap<string, number>): void {
+  // An algorithm no tenant signs with any more loses its series (no stale age left to alert on).
+  tenantSigningKeyOldest.reset();
+  for (const [alg, createdAtMs] of oldestByAlg) tenantSigningKeyOldest.set({ alg }, createdAtMs / 1000);
+}

@@ -6,7 +6,7 @@ import { ServiceUnavailable } from '../errors.js';
 import type { Sql } from '../sql.js';
 import { keyAlgOf, namesOf, type SigningAlg } from './algorithms.js';
 import { decrypt, deriveKey, encrypt } from './secrets.js';
-import { setSigningKeyCreated } from '../metrics.js';
+import { setSigningKeyCreated, setTenantSigningKeysOldest } from '../metrics.js';
 
 export type { SigningAlg } from './algorithms.js';
 
@@ -174,11 +174,14 @@ export class KeyRing {
       }
     }
     const tenants = new Map<string, TenantKeys>();
+    const oldestTenantKey = new Map<SigningAlg, number>();
     for (const r of tenantRows as TenantKeyRow[]) {
       const alg = keyAlgOf(r.alg);
       if (!alg) continue;
       const key = await this.publish(byKid, published, r.kid, alg, r.public_jwk as JsonWebKey, r.tenant_id);
       if (r.status !== 'active') continue;
+      const created = Number(r.created_at);
+      if (created < (oldestTenantKey.get(alg) ?? Infinity)) oldestTenantKey.set(alg, created);
       let t = tenants.get(r.tenant_id);
       if (!t) tenants.set(r.tenant_id, t = { algs: [], active: new Map(), sharedUntil: 0 });
       // Rows come ordered by rank: the first active algorithm is the one the tenant signs with by default.
@@ -187,6 +190,7 @@ export class KeyRing {
     }
     for (const s of sharing) { const t = tenants.get(s.id); if (t) t.sharedUntil = Number(s.shared_keys_until); }
     if (!active && !failure) failure = new Error(`no active ${this.alg} signing key; run svc migrate and start the service once`);
+    setTenantSigningKeysOldest(oldestTenantKey);
     this.byKid = byKid;
     this.active = active;
     this.tenants = tenants;

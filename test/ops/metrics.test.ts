@@ -9,6 +9,7 @@ import { postForm, setupTenant } from '../helpers/tokens.js';
 import { addWebhook, emit, isolatedDatabase, startReceiver } from '../webhooks/fixtures.js';
 import type { BootstrapResult } from '../../src/bootstrap.js';
 import { parse, value, type Sample } from '../helpers/metrics.js';
+import { adminOf } from '../admin/helpers.js';
 
 let srv: TestServer;
 let b: BootstrapResult;
@@ -67,6 +68,29 @@ t.test('state gauges read at scrape time: revocation, signing key, lookup keys, 
   t.equal(value(s, 'svc_revocation_state_loaded'), 1, 'revocation sentinels present');
   const created = value(s, 'svc_signing_key_created_timestamp_seconds', { alg: srv.config.tokenSigningAlg });
   t.ok(created > 1e9 && created <= Date.now() / 1000, 'the signing key was created in the past');
+  // Tenants' own keys: one series per algorithm (no tenant label), the oldest active key of any tenant.
+  const TENANT_KEY = 'svc_tenant_signing_key_oldest_created_timestamp_seconds';
+  t.notOk(s.some((x) => x.name === TENANT_KEY), 'no series while no tenant has keys of its own');
+  const platform = await adminOf(srv, ['admin:*'], 'metrics-plat', true);
+  const own = await setupTenant(srv, 'metrics-own-keys');
+  const other = await setupTenant(srv, 'metrics-own-keys-2');
+  for (const tenant of [own.tenant_id, other.tenant_id]) {
+    const r = await platform.call('PUT', `/api/admin/tenants/${tenant}`, { settings: { signing_algs: ['ES256'] } });
+    t.equal(r.status, 200, JSON.stringify(r.body));
+  }
+  // One tenant's ES256 key is 100 days old: the gauge shows it, not the other tenant's fresh one.
+  const old = Date.now() - 100 * 86_400_000;
+  await srv.deps.sql`update tenant_signing_keys set created_at = ${old} where tenant_id = ${own.tenant_id} and alg = 'ES256' and status = 'active'`;
+  await srv.deps.tokens.keys.load();
+  const s2 = await scrape();
+  t.equal(value(s2, TENANT_KEY, { alg: 'ES256' }), old / 1000, 'the oldest active tenant key\'s creation time');
+  t.same(s2.filter((x) => x.name === TENANT_KEY).map((x) => x.labels), [{ alg: 'ES256' }], 'labelled by algorithm only');
+  t.equal(value(s2, 'svc_signing_key_created_timestamp_seconds', { alg: srv.config.tokenSigningAlg }), created, 'the deployment key\'s gauge is unchanged');
+  // Rotated (svc keys rotate --tenant): the next key, made when the tenant moved, is what it signs with now.
+  const { rotateTenantKeys } = await import('../../src/tokens/tenant-keys.js');
+  await rotateTenantKeys(srv.deps.sql, srv.config.keyEncryptionKey, own.tenant_id);
+  await srv.deps.tokens.keys.load();
+  t.ok(value(await scrape(), TENANT_KEY, { alg: 'ES256' }) > old / 1000 + 99 * 86_400, 'after the rotation the oldest key is recent');
   t.equal(value(s, 'svc_lookup_key_rotation_state', { state: 'none' }), 1, 'no lookup-key rotation in progress');
   t.equal(value(s, 'svc_lookup_key_rotation_state'), 1, 'exactly one state is current');
   t.ok(s.some((x) => x.name === 'nodejs_eventloop_lag_p99_seconds'), 'event-loop delay is exported');
