@@ -144,13 +144,13 @@ export const redisKeys = {
   /**
    * Whether a key (before the keyPrefix) belongs to one tenant by its name, for the tenant's purge
    * (src/tenants/purge.ts): its marks and approval codes (tag `{t:<tenant>}`), its consent cache, the
-   * introspection cache, client-assertion jtis, device-authorization rate windows and failure budget of its clients, the rate windows of
+   * introspection cache (`ik:`, and `ic:` entries of the version before), client-assertion jtis, device-authorization rate windows and failure budget of its clients, the rate windows of
    * its check API keys, and the revocation entries of its tokens (their keys given). The purge writes
    * the suspension mark again afterwards: a deleted tenant's tokens stay refused.
    */
   tenantOwns: (o: { tenant: string; clientIds: ReadonlySet<string>; checkKeyIds: ReadonlySet<string>; revokedJtiKeys: ReadonlySet<string> }) => (key: string): boolean => {
     if (key.startsWith(`rvm:{t:${o.tenant}}:`) || key.startsWith(`apc:{t:${o.tenant}}:`) || key.startsWith(`consent:${o.tenant}:`) || key.startsWith(`lsu:${o.tenant}:`)) return true;
-    const tagged = /^(ic|ca|ck:rl|rl:dev):\{([^}]*)\}:/.exec(key);
+    const tagged = /^(ik|ic|ca|ck:rl|rl:dev):\{([^}]*)\}:/.exec(key);
     if (tagged) return (tagged[1] === 'ck:rl' ? o.checkKeyIds : o.clientIds).has(tagged[2]!);
     if (key.startsWith('bf:client:')) return o.clientIds.has(key.slice('bf:client:'.length)); // clientAuthFail (ids over 200 characters are cut there)
     return o.revokedJtiKeys.has(key);

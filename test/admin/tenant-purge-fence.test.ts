@@ -201,7 +201,7 @@ t.test('after the purge no row, Redis key or queued job of the tenant comes back
     t.ok(before[table], `${table} holds rows of D before`);
   }
   const keysBefore = await redisKeysOf(D.id, ids);
-  for (const family of ['sess:', 'lsu:', 'ic:', 'rv:', 'lu:{logusage}:m:']) t.ok(keysBefore.some((k) => k.startsWith(cfg.redisPrefix + family)), `a ${family} key of D exists before`);
+  for (const family of ['sess:', 'lsu:', 'ik:', 'rv:', 'lu:{logusage}:m:']) t.ok(keysBefore.some((k) => k.startsWith(cfg.redisPrefix + family)), `a ${family} key of D exists before`);
   t.ok((await jobsOf(D.id)).length > 0, 'a queued job of D exists before');
 
   const del = await platform.call('DELETE', `/api/admin/tenants/${D.id}`);
