@@ -22,19 +22,19 @@ export function publicSessionId(sidHash: string): string {
 }
 
 /**
- * Adds a new session to its user's set, pruning expired members. One MULTI on the one key; the caller
- * runs it beside the session's SET, so a login waits for no extra round trip.
+ * Adds a new session to its user's set, pruning expired members. Three plain commands sent in the
+ * caller's tick, so auto-pipelining writes them with the session's SET (one write, one round trip; a
+ * MULTI would leave as a write of its own). No transaction is needed: they run in order on the one
+ * connection, and a partial failure only leaves a member that the next read prunes.
  */
 export async function indexSession(redis: Redis, sidHash: string, s: Session): Promise<void> {
   const key = redisKeys.userLoginSessions(s.tenantId, s.userId);
   // Every session lives the same time, so the newest one decides when the whole set may go.
-  const res = await redis.multi()
-    .zadd(key, s.expiresAt, sidHash)
-    .zremrangebyscore(key, '-inf', Math.floor(Date.now() / 1000))
-    .expireat(key, s.expiresAt)
-    .exec();
-  const failed = res?.find(([err]) => err);
-  if (!res || failed) throw failed?.[0] ?? new Error('the session index was not written');
+  await Promise.all([
+    redis.zadd(key, s.expiresAt, sidHash),
+    redis.zremrangebyscore(key, '-inf', Math.floor(Date.now() / 1000)),
+    redis.expireat(key, s.expiresAt),
+  ]);
 }
 
 /** Deletes a session by its key hash and takes it out of its user's set (read from the session itself). */
