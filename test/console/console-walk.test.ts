@@ -197,7 +197,10 @@ if (!browser) {
     await page.getByRole('button', { name: 'Abort rotation' }).click();
     await page.getByRole('dialog', { name: 'Abort this rotation?' }).getByRole('button', { name: 'Abort', exact: true }).click();
     await state.filter({ hasText: 'blocked' }).waitFor();
+    // The 2-second poll keeps running: the state must stay blocked, and the move go.
+    await page.getByRole('button', { name: 'Move to the next state' }).waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
     t.equal(await page.getByRole('button', { name: 'Move to the next state' }).count(), 0, 'a blocked rotation offers no move');
+    t.equal(await state.textContent(), 'blocked', 'and stays blocked');
     const token = await adminToken(srv, { tenantId: platform.tenant_id, permissions: ['admin:control-plane:read'], platform: true });
     const stored = await j(await fetch(`${base}/api/admin/platform/control-plane/lookup-hmac/rotations/${id}`, { headers: { authorization: `Bearer ${token}` } }));
     t.equal(stored.rotation.state, 'blocked', 'as the server says');

@@ -30,7 +30,12 @@ export function LookupKeys() {
     queryFn: () => api<AdminLookupHmacRotation>('GET', `${path}/${encodeURIComponent(id)}`),
     refetchInterval: (q) => (q.state.data?.rotation.finished ? false : 2000),
   });
-  const done = (r: AdminLookupHmacRotation) => { queries.setQueryData([path, r.rotation.operationId], r); setAborting(false); };
+  // A poll sent before the change may answer after it: cancelled first, so it cannot put the old state back.
+  const done = (r: AdminLookupHmacRotation) => {
+    void queries.cancelQueries({ queryKey: [path, r.rotation.operationId] });
+    queries.setQueryData([path, r.rotation.operationId], r);
+    setAborting(false);
+  };
   const start = useMutation({
     mutationFn: (op: string) => api<AdminLookupHmacRotation>('POST', path, { operationId: op }),
     onSuccess: (r) => { done(r); show(r.rotation.operationId); },
