@@ -247,7 +247,10 @@ t.test('a full rotation of 10,000 users, state by state', async (t) => {
     const before = await sql`select checkpoint, updated_at from lookup_hmac_rotations where operation_id = ${OP}`;
     const entries = await count(sql<{ n: number }[]>`select count(*)::int as n from user_email_index`);
     // A checkpoint just before one user, whose candidate entry is removed: a batch from there writes it again.
-    const uid = tracked.get(email(0))!;
+    // Of the tracked bulk users (all before the cutoff), the one with the lowest id, so a full batch
+    // follows it (ids are random: email(0)'s user can sit among the last 50, whose batch is the last).
+    const bulk = [...tracked].filter(([address]) => address.startsWith(`bulk-${tag}-`)).map(([, id]) => id);
+    const uid = (await sql<{ id: string }[]>`select id from users where id = any(${bulk}) order by id limit 1`)[0]!.id;
     const prev = (await sql<{ prev: string | null }[]>`select max(id) as prev from users where id < ${uid}`)[0]!.prev;
     await sql`update lookup_hmac_rotations set checkpoint = ${sql.json({ phase: 'reindex', cursor: prev, processed: 0 })} where operation_id = ${OP}`;
     const planted = await sql`select checkpoint from lookup_hmac_rotations where operation_id = ${OP}`;
@@ -257,7 +260,7 @@ t.test('a full rotation of 10,000 users, state by state', async (t) => {
     t.equal(after, entries - 1, 'no entry written by the stale owner');
     t.same((await sql`select checkpoint from lookup_hmac_rotations where operation_id = ${OP}`)[0]!.checkpoint, planted[0]!.checkpoint, 'its checkpoint untouched');
     t.equal(await indexBatch({ ...d, ownerId: 'test-b' }, OP, b!, 'candidate'), false, 'the current owner may write');
-    const restored = await count(sql<{ n: number }[]>`select count(*)::int as n from user_email_index where user_id = ${tracked.get(email(0))!} and generation = 2`);
+    const restored = await count(sql<{ n: number }[]>`select count(*)::int as n from user_email_index where user_id = ${uid} and generation = 2`);
     t.equal(restored, 1, 'its batch restored the entry');
     await sql`update lookup_hmac_rotations set checkpoint = ${sql.json(before[0]!.checkpoint)}, owner_id = null, lease_expires_at = null where operation_id = ${OP}`;
   });
