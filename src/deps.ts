@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import type { JobQueues } from './jobs/queues.js';
@@ -29,4 +30,9 @@ export interface Deps {
   logs?: LogPipeline;
   /** The process's usage meter and quota admission (src/logging/wiring.ts). */
   logGovernance?: Governance;
+  /**
+   * Set only on a sampled request's view of these deps (src/tracing/request-deps.ts): its trace, for
+   * the services that take it explicitly (signing pool, revocation reads, job adds).
+   */
+  trace?: Context;
 }

@@ -15,9 +15,10 @@ function isStatement(args: unknown[]): args is [TemplateStringsArray, ...unknown
  * A tagged template only builds a query; it runs when awaited, so the hooks start at the first `then`
  * and finish with its result, failures included. Fragments (`sql\`and x = ${y}\``) are never awaited
  * and are not seen. Transactions (`begin`) hand their callback a watched transaction client too.
- * Metrics (src/sql-metrics.ts) and spans (src/tracing/sql.ts) are hooks of this one proxy.
+ * Metrics (src/sql-metrics.ts) and spans (src/tracing/sql.ts) are hooks of this one proxy. `tag` is a
+ * value the client and its transaction clients answer under a symbol (a traced view's context).
  */
-export function hookStatements<S extends object>(sql: S, hooks: readonly StatementHook[]): S {
+export function hookStatements<S extends object>(sql: S, hooks: readonly StatementHook[], tag?: { key: symbol; value: unknown }): S {
   const wrap = (client: object): object => new Proxy(client, {
     apply(target, thisArg, args: unknown[]) {
       const q = Reflect.apply(target as (...a: unknown[]) => unknown, thisArg, args);
@@ -41,6 +42,8 @@ export function hookStatements<S extends object>(sql: S, hooks: readonly Stateme
       return q;
     },
     get(target, prop, receiver) {
+      // What the view was made for (its trace), readable on it and on its transactions.
+      if (tag !== undefined && prop === tag.key) return tag.value;
       const v = Reflect.get(target, prop, receiver);
       if (prop === 'begin' && typeof v === 'function') {
         return (...args: unknown[]) => {

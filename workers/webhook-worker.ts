@@ -139,9 +139,9 @@ async function runAttempt({ store, config, log, jobs, attempts, sends }: Webhook
     const headers = deliveryHeaders({ secret, event: d.event, deliveryId, body, custom: w.headers });
     const startedAt = Date.now();
     return continueTrace(d.trace_context, 'webhook deliver', { 'svc.tenant_id': tenantId, 'svc.webhook_id': w.id, 'svc.event': d.event, 'svc.attempt': attempt },
-      async (traceHeaders) => {
+      async (traceHeaders, span) => {
         const res = await postWebhook(w.url, { ...headers, ...traceHeaders }, body, w.timeout_s * 1000, config.webhookAllowPrivate);
-        annotate({ 'http.response.status_code': res.status ?? 0 });
+        annotate({ 'http.response.status_code': res.status ?? 0 }, span);
         return { r: res, startedAt };
       });
   });

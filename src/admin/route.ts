@@ -8,6 +8,7 @@ import type { AuditSeverity } from '../store/audit-log.js';
 import type { TxSql } from '../sql.js';
 import type { TenantMode } from './checks/resolve-tenant.js';
 import { adminContext } from './context.js';
+import { depsFor } from '../tracing/request-deps.js';
 import { assertDeclared, declareEvents, type DeclaredEvents, type PendingEvent } from '../events/declare.js';
 import type { EventName } from '../events/names.js';
 import type { AdminContext } from './types.js';
@@ -170,23 +171,25 @@ export function adminRoute<B extends SchemaId | undefined = undefined, Q extends
       responses: spec.response, errors: [401, 403, ...(spec.errors ?? [])],
     },
     authenticate: async (req) => {
-      const ctx = await adminContext(deps, req, spec.permission, spec.tenant);
+      const ctx = await adminContext(depsFor(deps, req), req, spec.permission, spec.tenant);
       if (spec.platformOnly && !ctx.platform) throw new Forbidden('forbidden', 'Only platform administrators may do this.');
       ctxOf.set(req, ctx);
     },
     handler: async (req) => {
       const ctx = ctxOf.get(req)!;
-      if (!mutating && deps.store.replica) return readOnReplica(deps, ctx, req, spec.handler);
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const d = depsFor(deps, req);
+      if (!mutating && d.store.replica) return readOnReplica(d, ctx, req, spec.handler);
       let mutations = 0;
       let unchanged = false;
       const call: AdminCall<Data<B>, Data<Q>, E> = {
-        deps, req, ctx, params: req.params,
+        deps: d, req, ctx, params: req.params,
         body: req.data as Data<B>, query: req.queryData as Data<Q>,
-        store: deps.store.forTenant(ctx.tenantId),
+        store: d.store.forTenant(ctx.tenantId),
         mutate: (fn) => {
           mutations++;
           const resourceId = param ? req.params[param] : undefined;
-          return auditedChange(deps, ctx, req, { ...spec.audit!, resourceId, events, route }, fn);
+          return auditedChange(d, ctx, req, { ...spec.audit!, resourceId, events, route }, fn);
         },
         unchanged: () => { unchanged = true; },
       };

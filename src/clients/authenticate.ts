@@ -1,6 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { Forbidden, OAuthError, ServiceUnavailable } from '../errors.js';
-import { annotate, tracingOn } from '../tracing/tracer.js';
+import { annotate } from '../tracing/tracer.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Redis } from 'ioredis';
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
@@ -49,13 +49,9 @@ const invalid = (why = 'Client authentication failed.') => new OAuthError('inval
  */
 export function authenticateClient(ctx: ClientAuthContext, req: HttpRequest, form: Record<string, string | string[]>, failures?: Promise<string | null | undefined>): Promise<Client> {
   const client = authenticate(ctx, req, form, failures);
-  // The request's span learns its tenant and client (ids only); untraced requests pay no extra step.
-  return tracingOn ? client.then(annotateClient) : client;
-}
-
-function annotateClient(c: Client): Client {
-  annotate({ 'svc.tenant_id': c.tenantId, 'oauth.client_id': c.clientId });
-  return c;
+  // A sampled request's span learns its tenant and client (ids only); the others pay no extra step.
+  const span = req.span;
+  return span === undefined ? client : client.then((c) => { annotate({ 'svc.tenant_id': c.tenantId, 'oauth.client_id': c.clientId }, span); return c; });
 }
 
 async function authenticate(ctx: ClientAuthContext, req: HttpRequest, form: Record<string, string | string[]>, failures?: Promise<string | null | undefined>): Promise<Client> {

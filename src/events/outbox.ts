@@ -1,6 +1,7 @@
 import { insertLogRecords } from '../store/log-archive.js';
 import type { Sql, TxSql } from '../sql.js';
 import { currentTraceparent, tracingOn } from '../tracing/tracer.js';
+import { traceOf, traceparentOf } from '../tracing/under.js';
 import { isEventName, type EventName } from './names.js';
 import { sealFields } from '../sealed-fields.js';
 
@@ -36,7 +37,7 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
   events = events.map((e) => ({ ...e, data: sealFields(e.tenantId, e.data) }));
   // In order: ids follow the array, so receivers see user.created before auth.login.
   // The request's trace, when sampled, goes with the event to its webhook deliveries (src/tracing/).
-  const trace = tracingOn ? currentTraceparent() : null;
+  const trace = tracingOn ? traceparentFor(tx) : null;
   await tx`insert into event_outbox (tenant_id, event, data, trace_context)
            select t, e, d::jsonb, ${trace}::text from unnest(${events.map((e) => e.tenantId)}::text[], ${events.map((e) => e.event)}::text[], ${events.map((e) => JSON.stringify(e.data))}::text[])
            with ordinality as x(t, e, d, n) order by n`;
@@ -52,8 +53,17 @@ export async function recordEvents(tx: TxSql, events: DomainEvent[]): Promise<vo
 /** One event whose outbox id the caller keeps (a log quota notification's notification_event_id). */
 export async function recordEventReturningId(tx: TxSql, e: DomainEvent): Promise<string> {
   if (!isEventName(e.event)) throw new TypeError(`unknown event name "${String(e.event)}"`);
-  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data, trace_context) values (${e.tenantId}, ${e.event}, ${tx.json(sealFields(e.tenantId, e.data) as never)}, ${tracingOn ? currentTraceparent() : null}) returning id::text`;
+  const [r] = await tx<Array<{ id: string }>>`insert into event_outbox (tenant_id, event, data, trace_context) values (${e.tenantId}, ${e.event}, ${tx.json(sealFields(e.tenantId, e.data) as never)}, ${tracingOn ? traceparentFor(tx) : null}) returning id::text`;
   return r!.id;
+}
+
+/**
+ * The trace an event goes to its deliveries with: the sampled request's, which the transaction of its
+ * traced client view names (the HTTP process carries it explicitly), or the active one (workers).
+ */
+function traceparentFor(tx: TxSql): string | null {
+  const ctx = traceOf(tx);
+  return ctx === undefined ? currentTraceparent() : traceparentOf(ctx);
 }
 
 /** Wakes the relay at commit (used after a manual retry makes a delivery due). */

@@ -1,3 +1,4 @@
+import type { Deps } from '../deps.js';
 import type { Span } from '@opentelemetry/api';
 import type { HttpResponse } from 'uWebSockets.js';
 import { InvalidJson, InvalidRequest } from '../errors.js';
@@ -21,6 +22,8 @@ export class HttpRequest {
   queryData: unknown = undefined;
   /** The request's server span, only while tracing is on (src/tracing/http.ts). */
   span: Span | undefined = undefined;
+  /** A sampled request's view of the deps (src/tracing/request-deps.ts), made on first use. */
+  traced: Deps | undefined = undefined;
   /** The tenant class once the request's tenant is known (src/metrics.ts TENANT_CLASSES; 0 = unknown). */
   tenantClass = 0;
   private _cookies: Record<string, string> | undefined;

@@ -14,7 +14,7 @@ import { wantsJson } from './negotiate.js';
 import { errorReply } from './pages.js';
 import { errorDetails, validate, validatorFor } from './validate.js';
 import { checkInput } from './input-bounds.js';
-import { endServerSpan, inServerSpan } from '../tracing/http.js';
+import { endServerSpan, inServerSpan, spanIds } from '../tracing/http.js';
 import { tracingOn } from '../tracing/tracer.js';
 
 /** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
@@ -211,7 +211,7 @@ export class HttpServer {
     if (reply.body === undefined || reply.body === null) body = undefined;
     else if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) body = reply.body;
     else { body = JSON.stringify(reply.body); type ??= 'application/json'; }
-    if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, method: req.method, route: route.path, status }, 'request');
+    if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, ...spanIds(req.span), method: req.method, route: route.path, status }, 'request');
     res.cork(() => {
       res.writeStatus(STATUS_LINES[status] ?? String(status));
       res.writeHeader('X-Request-ID', req.requestId);
@@ -240,10 +240,10 @@ export class HttpServer {
 
   private sendError(res: HttpResponse, req: HttpRequest, err: unknown, iface: Interface, route: Route | undefined, started: number, label: string, closeConnection = false): void {
     const out = toErrorReply(err, iface);
-    if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, route: label }, 'unhandled error');
+    if (out.unexpected) this.opts.log.error({ err, reqId: req.requestId, ...spanIds(req.span), route: label }, 'unhandled error');
     // A log line per shed would cost most exactly when the server is saturated.
     else if (err instanceof Overloaded) { shedCounter.inc(); refusals[err.reason].inc(); }
-    else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, route: label, error_code: out.body.error, cause: (err as AppError).cause }, 'request failed');
+    else if (out.status >= 500) this.opts.log.warn({ reqId: req.requestId, ...spanIds(req.span), route: label, error_code: out.body.error, cause: (err as AppError).cause }, 'request failed');
     if (this.opts.debugErrors && req.headers['x-debug'] === 'true') {
       out.body.debug = {
         stack_trace: err instanceof Error ? err.stack ?? '' : String(err),
@@ -253,7 +253,7 @@ export class HttpServer {
     }
     observe(label, req.method, out.status, started, req.tenantClass);
     if (req.span) endServerSpan(req.span, out.status, err);
-    if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, method: req.method, route: label, status: out.status, error_code: out.body.error }, 'request');
+    if (this.accessLog) this.opts.log.debug({ reqId: req.requestId, ...spanIds(req.span), method: req.method, route: label, status: out.status, error_code: out.body.error }, 'request');
     if (req.aborted) return;
     // Pages answer a browser with the error page; everything else, and API clients of pages, get JSON.
     const reply = errorReply(out, route?.html === true && !wantsJson(req));

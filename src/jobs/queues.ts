@@ -5,11 +5,15 @@ import { validators } from '../generated/index.js';
 import { closeRedis, createRedis, whenReady } from '../store/redis.js';
 import { queuePrefix } from '../store/redis-keys.js';
 import { jobTelemetry } from '../tracing/jobs.js';
-import { tracingOn } from '../tracing/tracer.js';
+import { context, tracingOn, type Context } from '../tracing/tracer.js';
 import { JOBS, type JobData, type JobName, type QueueName } from './table.js';
 
 /** Per-job options a producer may add to the declared ones; `name` overrides the declared job name (shown in BullMQ tools). */
-export type AddOptions = Omit<JobsOptions, 'repeat'> & { name?: string };
+export type AddOptions = Omit<JobsOptions, 'repeat'> & {
+  name?: string;
+  /** A sampled request's context (deps.trace): the job carries its trace to the consumer (src/tracing/sync-context.ts). */
+  trace?: Context;
+};
 
 /** Refuses data its job's schema does not accept: a programmer mistake, never a client error. */
 export function checkJobData(key: JobName, data: unknown): void {
@@ -58,9 +62,12 @@ export class JobQueues {
   /** Adds one job with its declared options (and `opts` over them). */
   async add<K extends JobName>(key: K, data: JobData<K>, opts: AddOptions = {}): Promise<Job> {
     checkJobData(key, data);
-    const { name, ...rest } = opts;
+    const { name, trace, ...rest } = opts;
     const d = JOBS[key];
-    return (await this.queue(d.queue)).add(name ?? d.name, data, { ...d.options, ...rest });
+    const q = await this.queue(d.queue);
+    // BullMQ's producer telemetry reads the active context when add is called: the request's, for that call.
+    if (trace !== undefined) return context.with(trace, () => q.add(name ?? d.name, data, { ...d.options, ...rest }));
+    return q.add(name ?? d.name, data, { ...d.options, ...rest });
   }
 
   /** Adds several jobs of one kind in one round trip. */
@@ -68,7 +75,7 @@ export class JobQueues {
     const d = JOBS[key];
     for (const i of items) checkJobData(key, i.data);
     return (await this.queue(d.queue)).addBulk(items.map(({ data, opts = {} }) => {
-      const { name, ...rest } = opts;
+      const { name, trace: _trace, ...rest } = opts;
       return { name: name ?? d.name, data, opts: { ...d.options, ...rest } };
     }));
   }

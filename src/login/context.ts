@@ -26,7 +26,7 @@ export function loginContext(deps: Deps): LoginContext {
       codeKey: deriveKey(deps.config.keyEncryptionKey, 'login-codes'),
       csrfKey: deriveKey(deps.config.keyEncryptionKey, 'login-csrf'),
       secureCookies: deps.config.issuer.startsWith('https:'),
-      mail: () => (mail ??= new MailQueue(deps.jobs, deps.config.keyEncryptionKey)),
+      mail: () => (mail ??= new MailQueue(deps.jobs, deps.config.keyEncryptionKey, deps.trace)),
     };
     Object.defineProperty(ctx, 'close', { value: async () => { mail = undefined; contexts.delete(deps); } });
     contexts.set(deps, ctx);

@@ -20,6 +20,7 @@ import { loginUser, recordLoginFailure } from './users.js';
 import { emailHash } from './keys.js';
 import { loginKeys } from '../store/redis-keys.js';
 import { countHits, recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
+import { depsFor } from '../tracing/request-deps.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -31,6 +32,9 @@ const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 export function loginRoutes(deps: Deps): Route[] {
   const ctx = loginContext(deps);
   const { issuer } = deps.config;
+  const shared = { deps, ctx };
+  /** A sampled request's deps and login context (their clients make spans under it); the shared ones otherwise. */
+  const scoped = (req: HttpRequest) => { const d = depsFor(deps, req); return d === deps ? shared : { deps: d, ctx: loginContext(d) }; };
   const resumeUrl = (it: Interaction) => `/authorize/resume?interaction=${encodeURIComponent(it.id)}`;
 
   async function clientFor(id: string | undefined): Promise<Client> {
@@ -96,6 +100,7 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function generate(req: HttpRequest): Promise<Reply> {
+    const { deps, ctx } = scoped(req);
     const { form, data } = readBody(req);
     if (form) {
       // A form post keeps its CSRF check; a client that asked for JSON gets its errors as JSON (OpenAPI).
@@ -169,6 +174,7 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function verify(req: HttpRequest): Promise<Reply> {
+    const { deps, ctx } = scoped(req);
     const { form, data } = readBody(req);
     if (form) {
       const api = wantsJson(req);

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { ServiceUnavailable } from '../errors.js';
 import type { JobQueues } from '../jobs/queues.js';
 import { mailKey, seal } from './seal.js';
@@ -10,13 +11,14 @@ import { mailKey, seal } from './seal.js';
 export class MailQueue {
   private readonly key: Buffer;
 
-  constructor(private readonly jobs: JobQueues, keyEncryptionKey: Buffer) {
+  /** `trace`: a sampled request's context, which its jobs carry (src/tracing/request-deps.ts). */
+  constructor(private readonly jobs: JobQueues, keyEncryptionKey: Buffer, private readonly trace?: Context) {
     this.key = mailKey(keyEncryptionKey);
   }
 
   async sendLoginCode(tenantId: string, to: string, code: string, clientName: string, expiresInSeconds: number): Promise<void> {
     try {
-      await this.jobs.add('email', { template: 'login_code', tenantId, to, sealed: seal(this.key, code, to), clientName, expiresInSeconds }, { name: 'login_code' });
+      await this.jobs.add('email', { template: 'login_code', tenantId, to, sealed: seal(this.key, code, to), clientName, expiresInSeconds }, { name: 'login_code', trace: this.trace });
     } catch (err) {
       throw new ServiceUnavailable('The code could not be sent; retry shortly.', 1, err);
     }
@@ -24,7 +26,7 @@ export class MailQueue {
 
   async sendApprovalCode(tenantId: string, to: string, code: string, requestId: string, expiresInSeconds: number): Promise<void> {
     try {
-      await this.jobs.add('email', { template: 'approval_code', tenantId, to, sealed: seal(this.key, code, to), requestId, expiresInSeconds }, { name: 'approval_code' });
+      await this.jobs.add('email', { template: 'approval_code', tenantId, to, sealed: seal(this.key, code, to), requestId, expiresInSeconds }, { name: 'approval_code', trace: this.trace });
     } catch (err) {
       throw new ServiceUnavailable('The code could not be sent; retry shortly.', 1, err);
     }

@@ -23,5 +23,5 @@ export async function issueIdToken(deps: Deps, t: IdTokenInput): Promise<string>
     ...(t.nonce !== undefined ? { nonce: t.nonce } : {}),
     at_hash: atHash(t.accessToken), email: t.email, email_verified: t.emailVerified, azp: t.clientId, tenant: t.tenant,
   };
-  return deps.tokens.signer.sign(t.tenant, { typ: TOKEN_TYPES.id }, claims, t.alg);
+  return deps.tokens.signer.sign(t.tenant, { typ: TOKEN_TYPES.id }, claims, t.alg, deps.trace);
 }

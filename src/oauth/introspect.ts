@@ -12,6 +12,7 @@ import { revocationSubject } from '../tokens/revocation.js';
 import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-tokens.js';
 import { NO_STORE, type Form } from './params.js';
 import { cacheCounters } from '../metrics.js';
+import { depsFor } from '../tracing/request-deps.js';
 
 const INACTIVE = '{"active":false}';
 const INTROSPECTION_JWT = 'application/token-introspection+jwt';
@@ -34,13 +35,13 @@ const unexpired = (claims: JwtPayload) => Number(claims.exp) * 1000 > Date.now()
  */
 export function introspectRoutes(deps: Deps): Route[] {
   const endpoint = `${deps.config.issuer}/introspect`;
-  const { tokens, redis } = deps;
+  const { tokens } = deps;
   const authCtx = clientAuthContext(deps, endpoint);
   const reply = (body: string) => ({ headers: NO_STORE, type: 'application/json', body });
 
   const cacheKeyOf = (clientId: string, token: string) => redisKeys.introspection(clientId, sha256b64url(token));
 
-  async function introspectJwt(rs: Client, token: string, ahead: ReadAhead | undefined): Promise<string> {
+  async function introspectJwt(rs: Client, token: string, ahead: ReadAhead | undefined, d: Deps): Promise<string> {
     let claims: JwtPayload;
     // Unverified claims, only to find the revocation state and the cached answer (jose: within 5% here, perf/RESULTS.md 33).
     if (ahead) claims = ahead.claims;
@@ -48,7 +49,7 @@ export function introspectRoutes(deps: Deps): Route[] {
     if (!unexpired(claims)) return INACTIVE;
     // One command: the revocation state and the cached answer, read together, and started with client
     // authentication's read when the request named its client (src/tokens/read-ahead.ts).
-    const { revoked: revokedMark, tenantRefused, extras } = await (ahead?.state ?? tokens.revocations.lookup(revocationSubject(claims), [cacheKeyOf(rs.clientId, token)]));
+    const { revoked: revokedMark, tenantRefused, extras } = await (ahead?.state ?? tokens.revocations.lookup(revocationSubject(claims), [cacheKeyOf(rs.clientId, token)], d.trace));
     const cached = extras?.[0] ?? null;
     // A suspended tenant's tokens are inactive while it is suspended (read in the same command).
     const revoked = revokedMark || tenantRefused;
@@ -64,7 +65,7 @@ export function introspectRoutes(deps: Deps): Route[] {
     }
     introspectionCache.miss.inc();
     let payload: JwtPayload;
-    try { payload = await tokens.accessTokens.verifyAsync(token, claims); } catch (err) { if (err instanceof JwtError) return INACTIVE; throw err; }
+    try { payload = await tokens.accessTokens.verifyAsync(token, claims, d.trace); } catch (err) { if (err instanceof JwtError) return INACTIVE; throw err; }
     if (revoked) return INACTIVE;
     if (payload.tenant !== rs.tenantId) return INACTIVE;
     const issuedTo = await activeIssuer(payload);
@@ -73,7 +74,7 @@ export function introspectRoutes(deps: Deps): Route[] {
     const answer = JSON.stringify(activeAnswer(payload));
     const ttl = Math.min(CACHE_TTL, Number(payload.exp) - Math.floor(Date.now() / 1000));
     // The entry names the verifying key (the header's kid, which verifyAsync just checked) for the hit's key check.
-    if (ttl > 0) redis.set(cacheKeyOf(rs.clientId, token), `${String(decodeOwnJwt(token, payload).header.kid)} ${answer}`, 'EX', ttl).catch(() => {}); // not awaited: a cache write failure costs nothing
+    if (ttl > 0) d.redis.set(cacheKeyOf(rs.clientId, token), `${String(decodeOwnJwt(token, payload).header.kid)} ${answer}`, 'EX', ttl).catch(() => {}); // not awaited: a cache write failure costs nothing
     return answer;
   }
 
@@ -91,8 +92,8 @@ export function introspectRoutes(deps: Deps): Route[] {
     return issuedTo.allowedAudiences.includes(rs.audience) || issuedTo.clientId === rs.clientId;
   }
 
-  async function introspectRefresh(rs: Client, token: string): Promise<string> {
-    const r = await findRefreshToken(deps.sql, rs.tenantId, token);
+  async function introspectRefresh(rs: Client, token: string, d: Deps): Promise<string> {
+    const r = await findRefreshToken(d.sql, rs.tenantId, token);
     if (!r || r.status !== 'active' || Number(r.expires_at) <= Date.now() || r.tenant_id !== rs.tenantId) return INACTIVE;
     if (rs.strictValidation && r.client_id !== rs.clientId) return INACTIVE;
     return JSON.stringify({ active: true, sub: r.sub, scope: r.scope, client_id: r.client_id, token_type: 'refresh_token', exp: Math.floor(Number(r.expires_at) / 1000), iss: deps.config.issuer, tenant: r.tenant_id });
@@ -104,13 +105,13 @@ export function introspectRoutes(deps: Deps): Route[] {
    * admission, so a flood of signed introspections is refused at once rather than queued; the plain JSON
    * answer stays the fast path.
    */
-  async function signedReply(rs: Client, answer: string) {
+  async function signedReply(rs: Client, answer: string, d: Deps) {
     const signer = tokens.signer;
     if (!signer.admit()) throw new Overloaded(undefined, 'crypto_queue');
     try {
       const jwt = await signer.sign(rs.tenantId, { typ: 'token-introspection+jwt' }, {
         iss: deps.config.issuer, aud: rs.clientId, iat: Math.floor(Date.now() / 1000), token_introspection: JSON.parse(answer) as Record<string, unknown>,
-      }, rs.introspectionSignedResponseAlg);
+      }, rs.introspectionSignedResponseAlg, d.trace);
       return { headers: NO_STORE, type: INTROSPECTION_JWT, body: jwt };
     } finally { signer.release(); }
   }
@@ -119,6 +120,8 @@ export function introspectRoutes(deps: Deps): Route[] {
     method: 'POST', path: '/introspect', iface: 'oauth', body: 'form', bodySchema: 'form.introspect',
     doc: { summary: 'Token introspection (RFC 7662) with revocation check and strictValidation; with Accept: application/token-introspection+jwt a signed JWT answer (RFC 9701)', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.introspection-response' }, errors: [400, 401, 403, 503] },
     handler: async (req) => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const d = depsFor(deps, req);
       const form = req.data as Form;
       const token = form.token as string;
       // token_type_hint only orders the lookups (RFC 7662 2.1); both kinds are tried.
@@ -127,12 +130,12 @@ export function introspectRoutes(deps: Deps): Route[] {
       // The token's read goes out with client authentication's; its answer is used only for the client it was read for.
       const claimed = refresh ? undefined : claimedClientId(req, form);
       const ahead = claimed === undefined ? undefined
-        : readAhead(tokens.revocations, token, { worth: unexpired, extraKey: cacheKeyOf(claimed, token), failuresKey: failureBudgetKey(claimed, req.ip) });
+        : readAhead(tokens.revocations, token, { worth: unexpired, extraKey: cacheKeyOf(claimed, token), failuresKey: failureBudgetKey(claimed, req.ip), trace: d.trace });
       const rs = await authenticateClient(authCtx, req, form, ahead?.failures);
       if (!rs.canIntrospect) throw new OAuthError('unauthorized_client', 'The client may not introspect tokens.', 403);
-      const answer = refresh ? await introspectRefresh(rs, token) : await introspectJwt(rs, token, rs.clientId === claimed ? ahead : undefined);
+      const answer = refresh ? await introspectRefresh(rs, token, d) : await introspectJwt(rs, token, rs.clientId === claimed ? ahead : undefined, d);
       deps.logs?.tokenDecision(rs.tenantId, { decision: 'introspect', client_id: rs.clientId, active: answer !== INACTIVE, token_kind: refreshFirst ? 'refresh_token' : 'access_token' });
-      if (wantsJwt(req.headers.accept, rs)) return signedReply(rs, answer);
+      if (wantsJwt(req.headers.accept, rs)) return signedReply(rs, answer, d);
       return reply(answer);
     },
   }];

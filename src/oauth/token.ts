@@ -10,6 +10,7 @@ import { authenticateClient, claimedClientId, clientAuthContext, failureBudgetKe
 import { CLIENT_AUTH_PARAMS, type Grant } from './grants/grant.js';
 import { grants } from './grants/index.js';
 import { NO_STORE, type Form } from './params.js';
+import { depsFor } from '../tracing/request-deps.js';
 
 /** The named parameters of the request, and only those: what the token endpoint (and /par) passes on. */
 export function pick<F extends object>(form: F, names: readonly (keyof F & string)[]): Form {
@@ -27,13 +28,15 @@ export function grantInput(grant: Pick<Grant, 'params'>, form: FormToken): Form 
 }
 
 /** POST /token: authenticate the client, look the grant up by type, check the client may use it, run it. */
-export function tokenRoutes(deps: Deps): Route[] {
-  const authCtx = clientAuthContext(deps, `${deps.config.issuer}/token`);
-  const dpop = new DpopAtEndpoint(deps.redis, deps.config.keyEncryptionKey, `${deps.config.issuer}/token`);
+export function tokenRoutes(base: Deps): Route[] {
+  const authCtx = clientAuthContext(base, `${base.config.issuer}/token`);
+  const dpop = new DpopAtEndpoint(base.redis, base.config.keyEncryptionKey, `${base.config.issuer}/token`);
   return [route({
     method: 'POST', path: '/token', iface: 'oauth', body: 'form', bodySchema: 'form.token',
     doc: { summary: 'Token endpoint: client_credentials, token exchange (RFC 8693), refresh_token, authorization_code, device_code (RFC 8628)', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.token-response' }, errors: [400, 401, 403, 503] },
     handler: async ({ req, body }) => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const deps = depsFor(base, req);
       const grant = grants.get(body.grant_type);
       const signer = deps.tokens.signer;
       // Before anything is spent (a code, a refresh token): a process that cannot sign says so at once.

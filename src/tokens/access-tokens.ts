@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { Config } from '../config.js';
 import { newJti } from './jti.js';
 import { checkClaims, checkHeader, decodeJwt, JwtError, keyOf, TOKEN_TYPES, verifyJwt, type JwtPayload } from './jwt.js';
@@ -34,7 +35,8 @@ export class AccessTokens {
     this.opts = { typ: TOKEN_TYPES.access, issuer: config.issuer, expiryTolerance: 0 };
   }
 
-  async issue(t: AccessTokenInput): Promise<IssuedToken> {
+  /** `trace`: a sampled request's context (deps.trace), the parent of its signing span. */
+  async issue(t: AccessTokenInput, trace?: Context): Promise<IssuedToken> {
     const iat = Math.floor(Date.now() / 1000);
     const exp = iat + t.ttlSeconds;
     const g = this.sharding.current(t.clientId);
@@ -52,7 +54,7 @@ export class AccessTokens {
       iss: this.config.issuer, sub: t.sub, aud: t.aud, exp, iat, jti, client_id: t.clientId, scope: t.scope, tenant: t.tenant, ...t.extra,
     };
     if (status !== undefined) payload.status = status;
-    const token = await this.signer.sign(t.tenant, { typ: TOKEN_TYPES.access }, payload);
+    const token = await this.signer.sign(t.tenant, { typ: TOKEN_TYPES.access }, payload, undefined, trace);
     return { token, jti, iat, exp };
   }
 
@@ -65,7 +67,7 @@ export class AccessTokens {
    * The same checks, with the signature verified in the crypto pool when CRYPTO_VERIFY=pool (hot paths).
    * `claims`: the payload of this same token string, already decoded by its read-ahead, so it is decoded once.
    */
-  async verifyAsync(token: string, claims?: JwtPayload): Promise<JwtPayload> {
+  async verifyAsync(token: string, claims?: JwtPayload, trace?: Context): Promise<JwtPayload> {
     const d = decodeJwt(token, claims);
     const key = checkHeader(d, keyOf(this.ring, d));
     // Claim errors other than expiry end the check before the costly signature verification; expiry is
@@ -74,7 +76,7 @@ export class AccessTokens {
     try { checkClaims(d, this.opts); } catch (err) { claimsError = err; }
     if (claimsError instanceof JwtError && claimsError.reason !== 'expired') throw claimsError;
     if (!this.verified.has(token, key)) {
-      if (!(await this.signer.verify(key, d.signingInput, d.signature))) throw new JwtError('signature');
+      if (!(await this.signer.verify(key, d.signingInput, d.signature, trace))) throw new JwtError('signature');
       this.verified.add(token, key);
     }
     if (claimsError) throw claimsError;

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { decodeJwt } from 'jose';
 import type { JwtPayload } from './jwt.js';
 import { revocationSubject, type RevocationState, type RevocationStore } from './revocation.js';
@@ -28,7 +29,7 @@ export interface ReadAhead {
  * Starts the read, or returns undefined when the token does not decode or `worth` declines it (the
  * normal path then answers as before). `extraKey` and `failuresKey` are read in the same command.
  */
-export function readAhead(revocations: RevocationStore, token: unknown, o: { worth?: (claims: JwtPayload) => boolean; extraKey?: string; failuresKey?: string } = {}): ReadAhead | undefined {
+export function readAhead(revocations: RevocationStore, token: unknown, o: { worth?: (claims: JwtPayload) => boolean; extraKey?: string; failuresKey?: string; trace?: Context } = {}): ReadAhead | undefined {
   if (typeof token !== 'string') return undefined;
   let claims: JwtPayload;
   try { claims = decodeJwt(token) as JwtPayload; } catch { return undefined; }
@@ -36,7 +37,7 @@ export function readAhead(revocations: RevocationStore, token: unknown, o: { wor
   const keys: string[] = [];
   if (o.extraKey !== undefined) keys.push(o.extraKey);
   if (o.failuresKey !== undefined) keys.push(o.failuresKey);
-  const state = revocations.lookup(revocationSubject(claims), keys);
+  const state = revocations.lookup(revocationSubject(claims), keys, o.trace);
   // Unused when the request fails earlier (bad client, bad signature): that must not be an unhandled rejection.
   state.catch(() => {});
   const last = keys.length - 1;

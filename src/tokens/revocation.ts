@@ -1,4 +1,6 @@
+import type { Context } from '@opentelemetry/api';
 import { statusIdxOf } from './status-list.js';
+import { redisUnder } from '../tracing/under.js';
 import type { ChainableCommander, Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -134,7 +136,7 @@ export class RevocationStore {
    * exchange keeps `sub`). Comparing those marks with this token's iat is enough: a token exchanged
    * after the mark could not have been, since the exchange checked the same ancestors.
    */
-  async lookup(t: RevocationSubject, extraKeys: readonly string[] = []): Promise<RevocationState> {
+  async lookup(t: RevocationSubject, extraKeys: readonly string[] = [], trace?: Context): Promise<RevocationState> {
     const key = RevocationStore.jtiKey(t.jti);
     if (!key) return { revoked: true, tenantRefused: false, extras: null }; // not one of our identifiers: never treat as live
     const lineage = t.lineage ?? NO_ANCESTORS;
@@ -158,7 +160,7 @@ export class RevocationStore {
     for (const k of extraKeys) keys.push(k);
     let v: (string | null | undefined)[];
     try {
-      v = await mgetAcrossSlots(this.redis, keys, required);
+      v = await mgetAcrossSlots(trace === undefined ? this.redis : redisUnder(this.redis, trace), keys, required);
     } catch (err) {
       throw new RevocationUnavailable(err);
     }

@@ -4,7 +4,7 @@ import { Piscina } from 'piscina';
 import { Overloaded, ServiceUnavailable } from '../errors.js';
 import { cryptoWaitSign, cryptoWaitVerify, trackPoolQueue } from '../metrics.js';
 import { PoolTrace } from '../tracing/pool.js';
-import { hasActiveSpan, tracingOn } from '../tracing/tracer.js';
+import { context, hasActiveSpan, tracingOn, type Context } from '../tracing/tracer.js';
 import { admitSigning } from './admission.js';
 import { headerAlgFits, keyAlgOf } from './algorithms.js';
 import { signingInput, signWith, verifySignature, type JwtHeader, type JwtPayload } from './jwt.js';
@@ -74,10 +74,10 @@ class BatchQueue<K extends VerifyKey, O> {
   release(): void { this.admitted--; }
 
   /** Queues an operation; only the hard bound refuses here, admission (admit) is the caller's call. */
-  push(key: K, input: string, extra?: Uint8Array): Promise<O> {
+  push(key: K, input: string, extra?: Uint8Array, parent?: Context): Promise<O> {
     if (this.depth >= this.opts.maxQueue) return Promise.reject(new Overloaded('The crypto pool is at capacity; retry shortly.', 'crypto_queue_full'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ key, input, extra, resolve, reject, trace: tracingOn && hasActiveSpan() ? new PoolTrace(this.task) : undefined, queuedAt: performance.now() });
+      this.queue.push({ key, input, extra, resolve, reject, trace: parent !== undefined ? new PoolTrace(this.task, parent) : tracingOn && hasActiveSpan() ? new PoolTrace(this.task, context.active()) : undefined, queuedAt: performance.now() });
       if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.flush()); }
     });
   }
@@ -169,19 +169,19 @@ export class Signer {
    * it (an ID token's or introspection answer's client may ask for one), else of the tenant's default.
    * The header carries the name asked for when it is one of the key's (EdDSA or Ed25519), else the key's.
    */
-  sign(tenant: string, header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload, alg?: string | null): Promise<string> {
+  sign(tenant: string, header: Omit<JwtHeader, 'alg' | 'kid'>, payload: JwtPayload, alg?: string | null, trace?: Context): Promise<string> {
     let key: SigningKey;
     try { key = this.ring.signingKey(tenant, keyAlgOf(alg)); } catch (err) { return Promise.reject(err); }
     const name = alg && headerAlgFits(alg, key.alg) ? alg : key.alg;
     const input = signingInput({ alg: name, kid: key.kid, ...header }, payload);
     if (!this.signQ) return Promise.resolve(`${input}.${signWith(key.alg, key.privateKey, input).toString('base64url')}`);
-    return this.signQ.push(key, input).then((sig) => `${input}.${sig}`);
+    return this.signQ.push(key, input, undefined, trace).then((sig) => `${input}.${sig}`);
   }
 
-  /** Verifies a signature with one of our keys, in the pool when so configured. */
-  verify(key: VerifyKey, input: string, signature: Buffer): Promise<boolean> | boolean {
+  /** Verifies a signature with one of our keys, in the pool when so configured. `trace`: a sampled request's (its pool span's parent). */
+  verify(key: VerifyKey, input: string, signature: Buffer, trace?: Context): Promise<boolean> | boolean {
     if (!this.verifyQ) return verifySignature(key, input, signature);
-    return this.verifyQ.push(key, input, signature);
+    return this.verifyQ.push(key, input, signature, trace);
   }
 
   private spkiOf(key: VerifyKey): Uint8Array {

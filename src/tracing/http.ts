@@ -1,5 +1,4 @@
-import { trace } from '@opentelemetry/api';
-import { context, extractContext, SpanKind, SpanStatusCode, tracer, type Span } from './tracer.js';
+import { extractContext, SpanKind, SpanStatusCode, tracer, type Span } from './tracer.js';
 
 /** What the server span reads of a request (src/http/request.ts HttpRequest), and where it keeps the span. */
 export interface TracedRequest { readonly method: string; readonly headers: Record<string, string>; readonly requestId: string; span: Span | undefined }
@@ -18,8 +17,11 @@ export function inServerSpan(req: TracedRequest, routeTemplate: string, fn: () =
   // Not sampled: no context to carry, so no child span, annotation or log ids are made for it and the
   // request runs as an untraced one (at a 1% ratio that is 99 requests in 100).
   if (!span.isRecording()) return fn();
+  // Sampled: the span goes with the request; handlers take their deps with depsFor (request-deps.ts),
+  // whose clients make their spans under it. No context is made active: nothing would carry it past
+  // the handler's first await (sync-context.ts).
   req.span = span;
-  return context.with(trace.setSpan(parent, span), fn);
+  return fn();
 }
 
 /** Ends a request's server span with its status (5xx marks the span as failed, with the error's class). */
@@ -28,3 +30,11 @@ export function endServerSpan(span: Span, status: number, err?: unknown): void {
   if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.name : String(status) });
   span.end();
 }
+
+/** A sampled request's trace and span ids, for the server's own log lines (handlers log through depsFor's logger). */
+export function spanIds(span: Span | undefined): { trace_id?: string; span_id?: string } {
+  if (span === undefined) return NO_IDS;
+  const sc = span.spanContext();
+  return { trace_id: sc.traceId, span_id: sc.spanId };
+}
+const NO_IDS = {};

@@ -1,5 +1,5 @@
 import { trace } from '@opentelemetry/api';
-import { context, endWithError, tracer, type Span } from './tracer.js';
+import { endWithError, tracer, type Context, type Span } from './tracer.js';
 
 /**
  * One crypto operation's trace in the pool: a span from the request's push to its result, with two
@@ -11,8 +11,9 @@ export class PoolTrace {
   private readonly queued = performance.now();
   private sentAt = 0;
 
-  constructor(task: string) {
-    this.span = tracer().startSpan(`crypto ${task}`);
+  /** `parent`: the request's context (explicit in the HTTP process, src/tracing/sync-context.ts). */
+  constructor(task: string, private readonly parent: Context) {
+    this.span = tracer().startSpan(`crypto ${task}`, {}, parent);
   }
 
   /** The operation left the queue in a batch of `n`. */
@@ -25,7 +26,7 @@ export class PoolTrace {
   /** The result came back (or the operation failed). */
   done(err?: unknown): void {
     const now = performance.now();
-    const ctx = trace.setSpan(context.active(), this.span);
+    const ctx = trace.setSpan(this.parent, this.span);
     const origin = performance.timeOrigin;
     const sentAt = this.sentAt || now;
     tracer().startSpan('queue wait', { startTime: origin + this.queued }, ctx).end(origin + sentAt);

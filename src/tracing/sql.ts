@@ -1,5 +1,5 @@
 import type { StatementHook } from '../sql-statements.js';
-import { endWithError, hasActiveSpan, SpanKind, tracer } from './tracer.js';
+import { endWithError, hasActiveSpan, SpanKind, tracer, type Context } from './tracer.js';
 
 /** `SELECT clients`: the statement's verb and first table, from the template's text (never its values). */
 function nameOf(text: string): string {
@@ -13,13 +13,19 @@ function textOf(strings: TemplateStringsArray): string {
   return strings.reduce((acc, s, i) => (i === 0 ? s : `${acc}$${i}${s}`), '').replace(/\s+/g, ' ').trim().slice(0, 2000);
 }
 
+function statementSpan(strings: TemplateStringsArray, parent: Context | undefined): (e: unknown) => void {
+  const text = textOf(strings);
+  const span = tracer().startSpan(nameOf(text), { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': text } }, parent);
+  return (e) => { if (e === undefined) span.end(); else endWithError(span, e); };
+}
+
 /**
  * A client span per statement (hooked in only with tracing on), and only within a trace (see
- * traceRedis): a statement outside one runs unrecorded.
+ * traceRedis): a statement outside one runs unrecorded. Worker processes, whose context follows awaits.
  */
-export const traceStatement: StatementHook = (strings) => {
-  if (!hasActiveSpan()) return undefined;
-  const text = textOf(strings);
-  const span = tracer().startSpan(nameOf(text), { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': text } });
-  return (e) => { if (e === undefined) span.end(); else endWithError(span, e); };
-};
+export const traceStatement: StatementHook = (strings) => (hasActiveSpan() ? statementSpan(strings, undefined) : undefined);
+
+/** The same span for every statement of a client view made for one sampled request (src/tracing/request-deps.ts). */
+export function statementsUnder(parent: Context): StatementHook {
+  return (strings) => statementSpan(strings, parent);
+}

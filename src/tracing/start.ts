@@ -1,4 +1,4 @@
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, propagation, trace, type ContextManager } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -7,6 +7,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from './config.js';
 import { ScopedContextManager } from './scoped-context.js';
+import { SyncContextManager } from './sync-context.js';
 import { setTracingOn } from './tracer.js';
 
 function samplerOf(c: TracingConfig): Sampler {
@@ -22,15 +23,23 @@ function samplerOf(c: TracingConfig): Sampler {
 
 /**
  * Starts tracing for this process (one per process, before its clients are made): the OTLP/HTTP JSON
- * exporter behind a batch processor, the configured sampler, W3C trace context, and an
- * AsyncLocalStorage context manager (on only while a trace is open: scoped-context.ts) so a span
- * follows its request across awaits. close() exports what
- * is left and stops.
+ * exporter behind a batch processor, the configured sampler, W3C trace context, and a context
+ * manager. The HTTP process (`role` http) never enables promise hooks: its requests carry their context
+ * explicitly (sync-context.ts says why). Worker processes, off the hot paths, use AsyncLocalStorage (on
+ * only while a trace is open: scoped-context.ts) so a job's span follows it across awaits. close()
+ * exports what is left and stops.
  */
 export function startTracing(c: TracingConfig, role: string): { close(): Promise<void> } {
-  // A test runs a server and workers in one process: they share the one registration, closed by the last.
+  // A test runs a server and workers in one process: they share the one registration, closed by the
+  // last, and the HTTP server's explicit context wins, so tests see what an HTTP process does.
   if (shared) {
     shared.users++;
+    if (role === 'http' && !(shared.manager instanceof SyncContextManager)) {
+      shared.manager.disable();
+      context.disable();
+      shared.manager = new SyncContextManager();
+      context.setGlobalContextManager(shared.manager);
+    }
     return closer(shared);
   }
   const provider = new BasicTracerProvider({
@@ -40,17 +49,24 @@ export function startTracing(c: TracingConfig, role: string): { close(): Promise
       scheduledDelayMillis: c.scheduleDelayMs, maxExportBatchSize: c.maxExportBatchSize, maxQueueSize: c.maxQueueSize,
     })],
   });
-  context.setGlobalContextManager(new ScopedContextManager().enable());
+  const manager = role === 'http' ? new SyncContextManager() : new ScopedContextManager().enable();
+  context.setGlobalContextManager(manager);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
   setTracingOn(true);
-  shared = { users: 1, provider };
+  shared = { users: 1, provider, manager };
   return closer(shared);
 }
 
-let shared: { users: number; provider: BasicTracerProvider } | null = null;
+interface Registration { users: number; provider: BasicTracerProvider; manager: ContextManager }
+let shared: Registration | null = null;
 
-function closer(s: { users: number; provider: BasicTracerProvider }): { close(): Promise<void> } {
+/** Whether this process's spans follow awaits by themselves (workers) or are carried explicitly (the HTTP process). */
+export function contextMode(): 'explicit' | 'async' | 'off' {
+  return shared === null ? 'off' : shared.manager instanceof SyncContextManager ? 'explicit' : 'async';
+}
+
+function closer(s: Registration): { close(): Promise<void> } {
   let closed = false;
   return {
     async close() {

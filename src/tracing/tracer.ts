@@ -13,7 +13,7 @@ export function setTracingOn(on: boolean): void { tracingOn = on; }
 /** svc's one tracer (the global provider's, registered by startTracing). */
 export const tracer = () => trace.getTracer('svc');
 
-export { context, SpanKind, SpanStatusCode, type Attributes, type Context, type Span };
+export { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span };
 
 /** The context a request's W3C trace headers (traceparent, tracestate) carry, or the root context. */
 export function extractContext(headers: Record<string, string>): Context {
@@ -27,11 +27,12 @@ export function injectContext(carrier: Record<string, string>, ctx: Context = co
 }
 
 /**
- * Adds attributes to the active span (tenant, client id, ...). A no-op with tracing off. Callers pass
- * identifiers only: never a token, secret, code or email address.
+ * Adds attributes to a request's span (tenant, client id, ...), or to the active span when none is
+ * given (workers). A no-op with tracing off. Callers pass identifiers only: never a token, secret,
+ * code or email address.
  */
-export function annotate(attrs: Attributes): void {
-  if (tracingOn) trace.getActiveSpan()?.setAttributes(attrs);
+export function annotate(attrs: Attributes, span?: Span): void {
+  if (tracingOn) (span ?? trace.getActiveSpan())?.setAttributes(attrs);
 }
 
 /** Whether a span is active here: client spans (Redis, Postgres) are made only under one. */
@@ -50,13 +51,13 @@ export function endWithError(span: Span, err: unknown): void {
  * and hands `fn` the headers that carry this span to the receiver. With tracing off, or no trace kept,
  * just runs `fn` with no headers.
  */
-export async function continueTrace<T>(traceparent: string | null | undefined, name: string, attrs: Attributes, fn: (headers: Record<string, string>) => Promise<T>): Promise<T> {
+export async function continueTrace<T>(traceparent: string | null | undefined, name: string, attrs: Attributes, fn: (headers: Record<string, string>, span?: Span) => Promise<T>): Promise<T> {
   if (!tracingOn || !traceparent) return fn({});
   const parent = propagation.extract(ROOT_CONTEXT, { traceparent });
   const span = tracer().startSpan(name, { kind: SpanKind.CLIENT, attributes: attrs }, parent);
   const ctx = trace.setSpan(parent, span);
   try {
-    const out = await context.with(ctx, () => fn(injectContext({}, ctx)));
+    const out = await context.with(ctx, () => fn(injectContext({}, ctx), span));
     span.end();
     return out;
   } catch (err) {

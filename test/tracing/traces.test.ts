@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { tracingFrom } from '../../src/tracing/config.js';
+import { contextMode } from '../../src/tracing/start.js';
 import { waitFor } from '../helpers/processes.js';
 import { basic } from '../helpers/tokens.js';
 import { codeFor, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
@@ -65,6 +66,9 @@ t.test('the OTEL_* variables as the specification names them', async (t) => {
 });
 
 t.test('a token exchange is one trace: the server span under the caller\'s, the signing pool and Redis under it', async (t) => {
+  // The HTTP server carries each sampled request's context explicitly: no context manager that would
+  // turn promise hooks on (src/tracing/sync-context.ts), so every span below was made from the request.
+  t.equal(contextMode(), 'explicit', 'the HTTP process never enables AsyncLocalStorage');
   const ex = b.clients.exchanger;
   const cc = await (await fetch(`${srv.url}/token`, { method: 'POST', headers: { authorization: basic(ex.client_id, ex.client_secret), 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&scope=read' })).json() as { access_token: string };
   const p = parent();

@@ -17,7 +17,7 @@ export const clientCredentials: Grant = {
     if (client.permissions.length) extra.permissions = client.permissions;
     if (client.tenantScopes.length) extra.tenant_scopes = client.tenantScopes;
     const ttl = (await ttlFor(deps, client));
-    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: client.clientId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo(extra, binding) });
+    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: client.clientId, clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo(extra, binding) }, deps.trace);
     return { access_token: t.token, token_type: tokenType(binding), expires_in: ttl, scope };
   },
 };

@@ -67,7 +67,7 @@ export async function exchangeElevation(deps: Deps, client: Client, form: Form, 
         // The subject token is its parent: revoking it (the grant revokes both) ends this token too.
         lineage: [{ jti: String(p.jti), client_id: client.clientId }],
       }, binding),
-    });
+    }, deps.trace);
     await store.approvals.recordToken({ grant_id: g.id, jti: t.jti, kind: 'access', client_id: client.clientId, expires_at: t.exp * 1000 });
     await elevationEvents.emit(tx, client.tenantId, 'security.alert', alertData(ALERT_KIND.used, g, r, { type: 'client', id: client.clientId }));
     return { access_token: t.token, issued_token_type: ACCESS_TOKEN, token_type: tokenType(binding), expires_in: ttl, authorization_details: g.authorization_details };

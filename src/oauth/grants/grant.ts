@@ -130,7 +130,7 @@ export async function issueForUser(deps: Deps, client: Client, a: Approval, form
   const admin = await adminClaimsFor(deps, client.tenantId, a.userId, audClaim(aud), tokenScope);
   const at = await deps.tokens.accessTokens.issue({
     tenant: client.tenantId, sub: a.userId, clientId: client.clientId, aud: audClaim(aud), scope: tokenScope, ttlSeconds: ttl, extra: bindTo({ auth_time: a.authTime, email: a.email, ...admin }, binding),
-  });
+  }, deps.trace);
   const body: Record<string, unknown> = { access_token: at.token, token_type: tokenType(binding), expires_in: ttl, scope: tokenScope };
   // The refresh token keeps the whole grant: its default audience, and the resources it may be refreshed for.
   const grantClaims = { aud: audClaim(aud), ...(granted.length ? { resources: granted } : {}) };

@@ -53,7 +53,7 @@ export const refreshToken: Grant = {
     const at = await deps.tokens.accessTokens.issue({
       tenant: rec.tenant_id, sub: rec.sub, clientId: client.clientId, aud, scope: tokenScope, ttlSeconds: ttl,
       extra: bindTo({ ...(rec.auth_time ? { auth_time: Math.floor(Number(rec.auth_time) / 1000) } : {}), ...admin }, binding),
-    });
+    }, deps.trace);
     const next = await storeRefreshToken(deps.sql, {
       tenantId: rec.tenant_id, clientId: client.clientId, sub: rec.sub, scope, familyId: rec.family_id, accessJti: at.jti,
       authTime: rec.auth_time === null ? null : Number(rec.auth_time), claims: rec.claims,

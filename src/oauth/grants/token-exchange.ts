@@ -28,7 +28,7 @@ export async function verifyPresentedToken(deps: Deps, token: string, tenant: st
   // keys it read for them, are this token's.
   const read = aheadFor(ahead, token);
   try {
-    payload = await deps.tokens.accessTokens.verifyAsync(token, read?.claims);
+    payload = await deps.tokens.accessTokens.verifyAsync(token, read?.claims, deps.trace);
   } catch (err) {
     if (err instanceof JwtError) {
       const why = err.reason === 'expired' ? 'has expired' : err.reason === 'signature' || err.reason === 'unknown_key' || err.reason === 'algorithm' ? 'has an invalid signature' : 'is not a valid access token';
@@ -37,7 +37,7 @@ export async function verifyPresentedToken(deps: Deps, token: string, tenant: st
     throw err;
   }
   if (payload.tenant !== tenant) throw new OAuthError('invalid_grant', `The ${what} token belongs to another tenant.`);
-  const state = await (read?.state ?? deps.tokens.revocations.lookup(revocationSubject(payload, tenant)));
+  const state = await (read?.state ?? deps.tokens.revocations.lookup(revocationSubject(payload, tenant), undefined, deps.trace));
   if (state.tenantRefused) throw new OAuthError('invalid_grant', `The ${what} token's tenant is suspended.`);
   if (state.revoked) throw new OAuthError('invalid_grant', `The ${what} token has been revoked.`);
   return payload;
@@ -86,9 +86,9 @@ export const tokenExchange: Grant = {
   readAhead(deps, form, failuresKey) {
     const out: ReadAhead[] = [];
     // The client's failure budget rides with the subject token's read.
-    const subject = readAhead(deps.tokens.revocations, form.subject_token, { failuresKey });
+    const subject = readAhead(deps.tokens.revocations, form.subject_token, { failuresKey, trace: deps.trace });
     if (subject) out.push(subject);
-    const actor = readAhead(deps.tokens.revocations, form.actor_token);
+    const actor = readAhead(deps.tokens.revocations, form.actor_token, { trace: deps.trace });
     if (actor) out.push(actor);
     return out;
   },
@@ -133,7 +133,7 @@ export const tokenExchange: Grant = {
     const now = Math.floor(Date.now() / 1000);
     // The issued token never outlives the token it was exchanged for.
     const ttl = Math.max(1, Math.min((await ttlFor(deps, client)), Number(subject.exp) - now));
-    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: String(subject.sub), clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo(extra, binding) });
+    const t = await deps.tokens.accessTokens.issue({ tenant: client.tenantId, sub: String(subject.sub), clientId: client.clientId, aud: audClaim(aud), scope, ttlSeconds: ttl, extra: bindTo(extra, binding) }, deps.trace);
     return { access_token: t.token, issued_token_type: requestedType, token_type: tokenType(binding), expires_in: ttl, scope };
   },
 };

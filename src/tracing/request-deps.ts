@@ -1,0 +1,32 @@
+import { ROOT_CONTEXT } from '@opentelemetry/api';
+import type { Deps } from '../deps.js';
+import type { HttpRequest } from '../http/request.js';
+import { Store } from '../store/index.js';
+import type { Sql } from '../sql.js';
+import { trace } from './tracer.js';
+import { redisUnder, sqlUnder } from './under.js';
+
+/**
+ * The deps a request's handler works with: the process's own, or for a sampled request (one with a
+ * server span) a view whose Redis and Postgres clients make their spans under that span, whose log
+ * lines carry its ids, and whose `trace` the services that take it explicitly are given. Made once per
+ * sampled request; an unsampled one costs a field read.
+ */
+export function depsFor(deps: Deps, req: HttpRequest): Deps {
+  const span = req.span;
+  if (span === undefined) return deps;
+  return (req.traced ??= traced(deps, trace.setSpan(ROOT_CONTEXT, span)));
+}
+
+function traced(deps: Deps, ctx: NonNullable<Deps['trace']>): Deps {
+  const sql = sqlUnder(deps.sql, ctx) as Sql;
+  const sc = trace.getSpan(ctx)!.spanContext();
+  return {
+    ...deps,
+    trace: ctx,
+    sql,
+    redis: redisUnder(deps.redis, ctx),
+    store: new Store(sql, deps.store.pii, deps.store.replica),
+    log: deps.log.child({ trace_id: sc.traceId, span_id: sc.spanId }),
+  };
+}
