@@ -207,6 +207,7 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function resume(req: HttpRequest): Promise<Reply> {
+    const { deps, ctx } = scoped(req);
     const json = wantsJson(req);
     try {
       const it = await loadInteraction(deps.redis, (req.queryData as { interaction: string }).interaction);
@@ -232,6 +233,7 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function consent(req: HttpRequest): Promise<Reply> {
+    const { deps } = scoped(req);
     // A body that is not a form (JSON, or unreadable) is answered in JSON, as is a client asking for it.
     let json = !(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded') || wantsJson(req);
     try {

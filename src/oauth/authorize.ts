@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import type { Deps } from '../deps.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
@@ -22,11 +23,13 @@ import { requirementsFor } from '../tenants/security-profile.js';
  * to the redirect URI). With a usable session it issues the code; with prompt=none and none it answers
  * login_required; otherwise it shows the login page (or, to API clients, a JSON login_required).
  */
-export function authorizeRoutes(deps: Deps): Route[] {
-  const ctx = loginContext(deps);
-  const { issuer } = deps.config;
+export function authorizeRoutes(base: Deps): Route[] {
+  const { issuer } = base.config;
 
   async function handle(req: HttpRequest): Promise<Reply> {
+    // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+    const deps = depsFor(base, req);
+    const ctx = loginContext(deps);
     const json = wantsJson(req);
     // The session (step 4 of a login) is read in the same Redis write as the client's tenant check below,
     // instead of a round trip after it; only a request that gets that far uses it.
@@ -89,6 +92,8 @@ export function authorizeRoutes(deps: Deps): Route[] {
   }
 
   async function askConsent(req: HttpRequest, client: Client, areq: AuthorizationRequest, session: Session, json: boolean): Promise<Reply> {
+    const deps = depsFor(base, req);
+    const ctx = loginContext(deps);
     const it = await saveInteraction(deps.redis, areq);
     if (json) return { headers: NO_STORE, body: { consent_required: true, interaction: it.id, client_id: client.clientId, client_name: client.name, scope: areq.scope.join(' '), consent: `${issuer}/authorize/consent` } };
     const csrf = csrfFor(ctx, req);

@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import { authenticateClient, clientAuthContext } from '../clients/authenticate.js';
 import { GRANT } from '../clients/model.js';
 import type { Deps } from '../deps.js';
@@ -21,13 +22,15 @@ import { pick } from './token.js';
  * server's (DEVICE_CODE_TTL_SECONDS), shortened by the tenant's `device_code_ttl`; the interval starts
  * at DEVICE_POLL_INTERVAL_SECONDS.
  */
-export function deviceAuthorizationRoutes(deps: Deps): Route[] {
-  const { issuer } = deps.config;
-  const authCtx = clientAuthContext(deps, `${issuer}/device_authorization`);
+export function deviceAuthorizationRoutes(base: Deps): Route[] {
+  const { issuer } = base.config;
+  const authCtx = clientAuthContext(base, `${issuer}/device_authorization`);
   return [route({
     method: 'POST', path: '/device_authorization', iface: 'oauth', body: 'form', bodySchema: 'form.device-authorization',
     doc: { summary: 'Device authorization request (RFC 8628): a device code to poll /token with and a user code to enter at /device', tags: ['oauth'], security: 'basic', responses: { 200: 'oauth.device-authorization-response' }, errors: [400, 401, 403, 429, 503] },
     handler: async ({ req, body }) => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const deps = depsFor(base, req);
       const form = pick(body, [...CLIENT_AUTH_PARAMS, 'scope']);
       const client = await authenticateClient(authCtx, req, pick(body, CLIENT_AUTH_PARAMS));
       if (!client.grantTypes.includes(GRANT.deviceCode)) throw new OAuthError('unauthorized_client', 'The client may not use the device authorization grant.');

@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import { authenticateClient, clientAuthContext, proofClaimant } from '../clients/authenticate.js';
 import { GRANT } from '../clients/model.js';
 import type { Deps } from '../deps.js';
@@ -22,14 +23,16 @@ const AUTH = new Set<string>(CLIENT_AUTH_PARAMS);
  * which is validated now, as /authorize would, and answered in JSON; /authorize then takes only
  * client_id and the request_uri. A DPoP proof here binds the code to its key (RFC 9449 10).
  */
-export function parRoutes(deps: Deps): Route[] {
-  const { issuer } = deps.config;
-  const authCtx = clientAuthContext(deps, `${issuer}/par`);
-  const dpop = new DpopAtEndpoint(deps.redis, deps.config.keyEncryptionKey, `${issuer}/par`);
+export function parRoutes(base: Deps): Route[] {
+  const { issuer } = base.config;
+  const authCtx = clientAuthContext(base, `${issuer}/par`);
+  const dpop = new DpopAtEndpoint(base.redis, base.config.keyEncryptionKey, `${issuer}/par`);
   return [route({
     method: 'POST', path: '/par', iface: 'oauth', body: 'form', bodySchema: 'form.par',
     doc: { summary: 'Pushed authorization request (RFC 9126): validate an authorization request now, answer its request_uri', tags: ['oauth'], security: 'basic', responses: { 201: 'oauth.par-response' }, errors: [400, 401, 403, 503] },
     handler: async ({ req, body }) => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const deps = depsFor(base, req);
       const form = body as Record<string, string | string[] | undefined>;
       const auth = pick(body, CLIENT_AUTH_PARAMS);
       const proof = dpop.start(req, () => proofClaimant(req, auth));

@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import { authenticateClient, clientAuthContext } from '../clients/authenticate.js';
 import type { Deps } from '../deps.js';
 import { OAuthError } from '../errors.js';
@@ -10,13 +11,15 @@ import { NO_STORE, type Form } from './params.js';
  * POST /revoke (RFC 7009). The client may revoke only tokens issued to it; an unknown, malformed or
  * expired token is answered 200 as the RFC requires. A refresh token takes its whole family with it.
  */
-export function revokeRoutes(deps: Deps): Route[] {
-  const authCtx = clientAuthContext(deps, `${deps.config.issuer}/revoke`);
-  const { tokens } = deps;
+export function revokeRoutes(base: Deps): Route[] {
+  const authCtx = clientAuthContext(base, `${base.config.issuer}/revoke`);
+  const { tokens } = base;
   return [{
     method: 'POST', path: '/revoke', iface: 'oauth', body: 'form', bodySchema: 'form.introspect',
     doc: { summary: 'Token revocation (RFC 7009) for access and refresh tokens', tags: ['oauth'], security: 'basic', errors: [400, 401, 503] },
     handler: async (req) => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const deps = depsFor(base, req);
       const form = req.data as Form;
       const client = await authenticateClient(authCtx, req, form);
       const token = form.token as string;

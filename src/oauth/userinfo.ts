@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import type { Deps } from '../deps.js';
 import { Forbidden, Unauthorized } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
@@ -6,8 +7,10 @@ import { userBearer } from '../login/bearer.js';
 import { NO_STORE } from './params.js';
 
 /** GET/POST /userinfo (OpenID Connect Core 5.3): the signed-in user's claims for an openid access token. */
-export function userinfoRoutes(deps: Deps): Route[] {
+export function userinfoRoutes(base: Deps): Route[] {
   const handler = async (req: HttpRequest): Promise<Reply> => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const deps = depsFor(base, req);
     const p = await userBearer(deps, req);
     if (!String(p.scope ?? '').split(' ').includes('openid')) throw new Forbidden('insufficient_scope', 'The access token lacks the openid scope.');
     const user = await deps.store.forTenant(p.tenant).users.get(p.sub!);
