@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { endWithError, hasActiveSpan, SpanKind, tracer } from './tracer.js';
+import { endWithError, hasActiveSpan, SpanKind, tracer, type Context, type Span } from './tracer.js';
 
 interface SentCommand { name: string; promise: Promise<unknown> }
 
@@ -17,11 +17,16 @@ export function traceRedis<T extends Redis>(redis: T, role: string): T {
   target.sendCommand = (cmd: SentCommand, ...rest: unknown[]) => {
     // Only within a trace: a worker's polls and a relay's idle reads would otherwise each start one.
     if (!hasActiveSpan()) return send(cmd, ...rest);
-    const span = tracer().startSpan(`redis ${cmd.name.toUpperCase()}`, {
-      kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': cmd.name.toUpperCase(), 'svc.redis.role': role },
-    });
+    const span = redisSpan(cmd.name.toUpperCase(), role);
     cmd.promise.then(() => span.end(), (err: unknown) => endWithError(span, err));
     return send(cmd, ...rest);
   };
   return redis;
+}
+
+/** A Redis client span: the command's (or batch's) name only, never keys or arguments. Under `parent`, or the active context. */
+export function redisSpan(name: string, role: string, parent?: Context): Span {
+  return tracer().startSpan(`redis ${name}`, {
+    kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': name, 'svc.redis.role': role },
+  }, parent);
 }

@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
 import { hookStatements } from '../sql-statements.js';
 import { statementsUnder } from './sql.js';
-import { endWithError, SpanKind, trace, tracer, type Context } from './tracer.js';
+import { redisSpan } from './redis.js';
+import { endWithError, trace, type Context, type Span } from './tracer.js';
 
 /**
  * Client views for one sampled request of the HTTP process, where nothing carries a context across
@@ -14,13 +15,7 @@ const TRACE = Symbol('svc.trace');
 /** Redis commands, as ioredis names its methods (custom script commands are checked apart). */
 let builtins: Set<string> | undefined;
 
-function commandSpan(parent: Context, name: string, role: string) {
-  return tracer().startSpan(`redis ${name}`, {
-    kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'redis', 'db.operation.name': name, 'svc.redis.role': role },
-  }, parent);
-}
-
-function ended<T>(p: Promise<T>, span: ReturnType<typeof commandSpan>): Promise<T> {
+function ended<T>(p: Promise<T>, span: Span): Promise<T> {
   p.then(() => span.end(), (err: unknown) => endWithError(span, err));
   return p;
 }
@@ -43,7 +38,7 @@ export function redisUnder<T extends Redis>(redis: T, parent: Context, role = 'c
           const batch = fn.apply(target, a) as { exec(...e: unknown[]): Promise<unknown>; length: number };
           const exec = batch.exec.bind(batch);
           batch.exec = (...e: unknown[]) => {
-            const span = commandSpan(parent, prop.toUpperCase(), role);
+            const span = redisSpan(prop.toUpperCase(), role, parent);
             span.setAttribute('db.operation.batch.size', batch.length);
             return ended(exec(...e), span);
           };
@@ -52,7 +47,7 @@ export function redisUnder<T extends Redis>(redis: T, parent: Context, role = 'c
       }
       if (builtins!.has(prop) || prop in scripts) {
         return (...a: unknown[]) => {
-          const span = commandSpan(parent, prop.toUpperCase(), role);
+          const span = redisSpan(prop.toUpperCase(), role, parent);
           return ended(fn.apply(target, a) as Promise<unknown>, span);
         };
       }
