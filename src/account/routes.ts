@@ -50,7 +50,7 @@ export function accountRoutes(deps: Deps): Route[] {
       try {
         const data = req.data as Record<string, unknown>;
         checkCsrf(ctx, req, data.csrf_token);
-        const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+        const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
         if (!session) return toAccount;
         try { return await fn(req, session, data); } catch (err) {
           if (!(err instanceof AppError) || err.status >= 500) throw err;
@@ -70,7 +70,7 @@ export function accountRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/account', iface: 'public', html: true,
       doc: { summary: 'The account page: email, passkeys, applications with access, recent activity; signed out, a redirect to sign in (?tenant= names the tenant) and back', tags: ['account'], security: 'session', responses: { 200: null, 303: null }, errors: [403, 404] },
       handler: async (req) => {
-        const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+        const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
         if (!session) return accountSignIn(deps, req);
         const notice = req.searchParams().get('done') ?? undefined;
         return render(req, session, { notice: notice && NOTICE.test(notice) ? notice : undefined });
@@ -91,7 +91,7 @@ export function accountRoutes(deps: Deps): Route[] {
     {
       method: 'GET', path: '/account/reauth', iface: 'public', html: true,
       handler: async (req) => {
-        const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+        const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
         if (!session) return toAccount;
         const csrf = csrfFor(ctx, req);
         const hasPasskeys = (await deps.store.forTenant(session.tenantId).passkeys.countForUser(session.userId)) > 0;

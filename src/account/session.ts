@@ -15,7 +15,7 @@ export const REAUTH_PATH = '/account/reauth';
 
 /** The account page user: the `svc_session` cookie only (a Bearer token is not accepted here). */
 export async function accountSession(deps: Deps, req: HttpRequest): Promise<Session> {
-  const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+  const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
   if (!session) throw new Unauthorized('unauthorized', 'Sign in first: this endpoint takes the svc_session cookie.');
   return session;
 }

@@ -4,6 +4,7 @@ import type { SchemaTypes } from '../generated/types.js';
 import type { Route } from '../http/types.js';
 import type { TenantStore } from '../store/index.js';
 import type { User } from '../store/users.js';
+import { endLoginSessions } from '../login/end-sessions.js';
 import { InvalidEmail, isEmail } from '../users/email.js';
 import { adminRoute, listed, found } from './route.js';
 
@@ -36,11 +37,11 @@ async function mustLock(store: TenantStore, id: string): Promise<User> {
 
 /** Users of the current tenant: CRUD, suspend and unsuspend, each emitting its user.* event. */
 export function userRoutes(deps: Deps): Route[] {
-  // Suspension and deletion cut every token of the user at once.
+  // Suspension and deletion cut every token of the user at once; they and locking end the login sessions.
   const cutTokens = (tenantId: string, userId: string) => deps.tokens.revocations.revokeBefore(tenantId, 'sub', userId, Date.now(), MAX_ACCESS_TTL);
   const setStatus = (suspend: boolean): Route => adminRoute(deps, {
     method: 'POST', path: `/api/admin/users/:id/${suspend ? 'suspend' : 'unsuspend'}`, permission: WRITE, tags,
-    summary: suspend ? 'Suspend a user: sign-in refused, tokens revoked (user.suspended)' : 'Lift a suspension (user.unsuspended)',
+    summary: suspend ? 'Suspend a user: sign-in refused, tokens revoked, login sessions ended (user.suspended)' : 'Lift a suspension (user.unsuspended)',
     response: { 200: 'admin.user' }, errors: suspend ? [404] : [404, 409],
     audit: { action: suspend ? 'user.suspend' : 'user.unsuspend', resourceType: 'user', severity: suspend ? 'warn' : 'info' },
     events: [suspend ? 'user.suspended' : 'user.unsuspended'],
@@ -57,19 +58,20 @@ export function userRoutes(deps: Deps): Route[] {
         emit(suspend ? 'user.suspended' : 'user.unsuspended', { user_id: id, email: next.email });
         return { result: next, before: userView(cur), after: userView(next) };
       });
-      if (suspend) await cutTokens(ctx.tenantId, id);
+      if (suspend) await Promise.all([cutTokens(ctx.tenantId, id), endLoginSessions(deps, ctx.tenantId, id)]);
       return { body: userView(u) };
     },
   });
-  // Lock/unlock: a locked user cannot sign in (403 user_locked) until unlocked; unlike suspension the
-  // user's tokens stay valid, so an attacker's wrong guesses cannot sign the real user out.
+  // Lock/unlock: a locked user cannot sign in (403 user_locked) until unlocked, and the login sessions
+  // end (the browser must sign in again once unlocked); unlike suspension the tokens already issued stay
+  // valid (as Keycloak's brute-force lockout leaves sessions at applications alone).
   const setLock = (lock: boolean): Route => adminRoute(deps, {
     method: 'POST', path: `/api/admin/users/:id/${lock ? 'lock' : 'unlock'}`, permission: WRITE, tags,
-    summary: lock ? 'Lock a user: sign-in refused with user_locked (user.updated)' : 'Unlock a user and clear its failed sign-ins (user.updated)',
+    summary: lock ? 'Lock a user: sign-in refused with user_locked, login sessions ended (user.updated)' : 'Unlock a user and clear its failed sign-ins (user.updated)',
     response: { 200: 'admin.user' }, errors: [404, 409],
     audit: { action: lock ? 'user.lock' : 'user.unlock', resourceType: 'user', severity: lock ? 'warn' : 'info' },
     events: ['user.updated'],
-    handler: async ({ params, mutate }) => {
+    handler: async ({ ctx, params, mutate }) => {
       const id = params.id!;
       const u = await mutate(async (_tx, store, emit) => {
         const cur = await mustLock(store, id);
@@ -80,6 +82,7 @@ export function userRoutes(deps: Deps): Route[] {
         emit('user.updated', { user_id: id, email: next.email, changed: ['status'], status: want });
         return { result: next, before: userView(cur), after: userView(next) };
       });
+      if (lock) await endLoginSessions(deps, ctx.tenantId, id);
       return { body: userView(u) };
     },
   });
@@ -154,7 +157,7 @@ export function userRoutes(deps: Deps): Route[] {
     }),
     adminRoute(deps, {
       method: 'DELETE', path: '/api/admin/users/:id', permission: WRITE, tags,
-      summary: 'Delete a user, its role assignments and tokens (user.deleted)', response: { 204: null }, errors: [404],
+      summary: 'Delete a user, its role assignments, tokens and login sessions (user.deleted)', response: { 204: null }, errors: [404],
       audit: { action: 'user.delete', resourceType: 'user', severity: 'warn' },
       events: ['user.deleted'],
       handler: async ({ ctx, params, mutate }) => {
@@ -165,7 +168,7 @@ export function userRoutes(deps: Deps): Route[] {
           emit('user.deleted', { user_id: id, email: gone.email });
           return { result: null, before: userView(gone) };
         });
-        await cutTokens(ctx.tenantId, id);
+        await Promise.all([cutTokens(ctx.tenantId, id), endLoginSessions(deps, ctx.tenantId, id)]);
         return { status: 204 };
       },
     }),

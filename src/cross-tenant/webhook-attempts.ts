@@ -1,6 +1,6 @@
 import type { Sql } from '../sql.js';
 import { TOMBSTONE_STATUSES } from '../store/tenants.js';
-import { STATS_SHARDS, type DeliveryRow, type WebhookRow } from '../store/webhooks.js';
+import { attemptLogBody, STATS_SHARDS, type DeliveryRow, type WebhookRow } from '../store/webhooks.js';
 
 /**
  * The webhook worker's reads and writes, batched over the attempts it has in flight (issue 35): one
@@ -70,7 +70,7 @@ export class CrossTenantAttempts {
     const firsts = items.map((i) => { const k = `${i.tenantId}\0${i.deliveryId}\0${i.attempt}`; if (seen.has(k)) return false; seen.add(k); return true; });
     const use = items.filter((_, i) => firsts[i]);
     const idx = items.map((_, i) => i).filter((i) => firsts[i]);
-    const bodies = use.map((o) => JSON.stringify({ webhook_id: o.webhookId, delivery_id: o.deliveryId, event: o.event, attempt: o.attempt, success: o.ok, response_status: o.responseStatus, duration_ms: o.responseTimeMs, error: o.error }));
+    const bodies = use.map((o) => JSON.stringify(attemptLogBody(o)));
     const rows = await this.sql<Array<{ n: number }>>`
       with o as (
         select * from unnest(${use.map((o) => o.tenantId)}::text[], ${use.map((o) => o.deliveryId)}::text[], ${use.map((o) => String(o.attempt))}::text[]::int[],

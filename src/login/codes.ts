@@ -67,17 +67,29 @@ export async function redeemCode(redis: Redis, code: string): Promise<Redemption
   if (!raw) return { kind: 'unknown' };
   const record = JSON.parse(raw) as CodeRecord;
   if (res[1]![1] === 'OK') return { kind: 'first', record, codeHash: h };
-  const issued = res[2]![1] as string | null;
-  // Tells a first redemption still in progress that it must revoke what it is about to issue.
-  await redis.set(redisKeys.authCodeReplayed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds).catch(() => {});
+  // Tells a first redemption still in progress that it must revoke what it is about to issue, then reads
+  // what it issued again: this side writes before it reads, as recordIssued does, so a replay racing
+  // the first redemption is seen by one of the two (read only in the MULTI above, both could miss).
+  const again = await Promise.all([
+    redis.set(redisKeys.authCodeReplayed(h), '1', 'EX', LOGIN.authCodeReplayWindowSeconds),
+    redis.get(redisKeys.authCodeIssued(h)),
+  ]).catch(() => null);
+  const issued = again?.[1] ?? (res[2]![1] as string | null);
   return { kind: 'replay', record, issued: issued ? (JSON.parse(issued) as IssuedFromCode) : null };
 }
 
-/** Remembers what the first redemption issued; true when a replay arrived meanwhile (then revoke it now). */
+/**
+ * Remembers what the first redemption issued; true when a replay arrived meanwhile (then revoke it now).
+ * Two plain commands sent in the caller's tick, in order on the one connection (auto-pipelined with the
+ * caller's other reads: one write, where a MULTI leaves as a write of its own): `issued` is written
+ * before `replayed` is read, and a replay writes `replayed` before it reads `issued` (redeemCode), so
+ * at least one side sees the other. A failure is not the redemption's failure: only a later replay
+ * cannot name the tokens.
+ */
 export async function recordIssued(redis: Redis, codeHash: string, issued: IssuedFromCode): Promise<boolean> {
-  const res = await redis.multi()
-    .set(redisKeys.authCodeIssued(codeHash), JSON.stringify(issued), 'EX', LOGIN.authCodeReplayWindowSeconds)
-    .get(redisKeys.authCodeReplayed(codeHash))
-    .exec().catch(() => null);
-  return res?.[1]?.[1] === '1';
+  const res = await Promise.all([
+    redis.set(redisKeys.authCodeIssued(codeHash), JSON.stringify(issued), 'EX', LOGIN.authCodeReplayWindowSeconds),
+    redis.get(redisKeys.authCodeReplayed(codeHash)),
+  ]).catch(() => null);
+  return res?.[1] === '1';
 }

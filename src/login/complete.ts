@@ -8,11 +8,13 @@ import { hasConsent } from './consent.js';
 import { redirectTo } from './redirect.js';
 import type { Session } from './sessions.js';
 
-export type Completion = { kind: 'redirect'; reply: Reply } | { kind: 'consent_needed' };
+/** `signed_out`: the session was ended (its user locked, suspended or deleted since): sign in again. */
+export type Completion = { kind: 'redirect'; reply: Reply } | { kind: 'consent_needed' } | { kind: 'signed_out' };
 
 /**
  * Step 4 of the login flow: with a signed-in user and consent, issue a single-use authorization code
  * bound to client, redirect URI, PKCE challenge, nonce and scope, and send the browser back with it.
+ * The session is checked against its user's `login` mark here (src/login/end-sessions.ts), whoever read it.
  */
 export async function completeAuthorization(deps: Deps, client: Client, req: AuthorizationRequest, session: Session, status: 302 | 303 = 302): Promise<Completion> {
   // The code is written in the same Redis round trip as the consent cache read (a code whose consent
@@ -25,9 +27,16 @@ export async function completeAuthorization(deps: Deps, client: Client, req: Aut
     ...(client.firstParty ? { firstPartyConsent: true as const } : {}),
   });
   issuing?.catch(() => {});
+  // Sent in the same tick as the code write, so it shares its round trip.
+  const ended = deps.tokens.revocations.signInEnded(session.tenantId, session.userId, session.authTime);
+  ended.catch(() => {});
   let consented: boolean;
   try {
     consented = client.firstParty || (asks && await hasConsent(deps, client, session.userId, req.scope));
+    if (await ended) {
+      void issuing?.then((code) => dropCode(deps.redis, code), () => {});
+      return { kind: 'signed_out' };
+    }
   } catch (err) {
     void issuing?.then((code) => dropCode(deps.redis, code), () => {});
     throw err;

@@ -59,7 +59,7 @@ export function deviceRoutes(deps: Deps): Route[] {
   }
 
   const sessionFor = async (req: HttpRequest, view: DeviceView): Promise<Session | null> => {
-    const s = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+    const s = await readSession(deps, req.cookies()[SESSION_COOKIE]);
     return s && s.tenantId === view.tenantId ? s : null;
   };
 

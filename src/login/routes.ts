@@ -213,7 +213,7 @@ export function loginRoutes(deps: Deps): Route[] {
       const it = await loadInteraction(deps.redis, (req.queryData as { interaction: string }).interaction);
       if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
       const party = await partyOf(it);
-      const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+      const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
       // prompt=login and max_age need a sign-in made after the request arrived.
       const fresh = !it.request.prompt.includes('login') && it.request.maxAge === undefined ? true : (session?.authTime ?? 0) >= it.createdAt;
       if (!sessionUsable(session, it.request) || !fresh) {
@@ -227,6 +227,7 @@ export function loginRoutes(deps: Deps): Route[] {
       const client = party.client;
       const done = await completeAuthorization(deps, client, { ...it.request, prompt: it.request.prompt.filter((p) => p !== 'login') }, session, 303);
       if (done.kind === 'redirect') { await dropInteraction(deps.redis, it.id); return done.reply; }
+      if (done.kind === 'signed_out') throw new AppError(401, 'unauthorized', 'The session has ended: sign in again.');
       const csrf = csrfFor(ctx, req);
       return consentPage({ clientName: client.name, email: session.email, scopes: it.request.scope, csrf: csrf.token, interaction: it.id, formTargets: [originOf(it.request.redirectUri)].filter(Boolean), cookies: csrf.cookie ? [csrf.cookie] : undefined });
     } catch (err) { return failure(err, json); }
@@ -244,7 +245,7 @@ export function loginRoutes(deps: Deps): Route[] {
       if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
       if (it.returnTo) throw new InvalidRequest('This sign-in asks for no consent.');
       const client = await clientFor(it.request.clientId);
-      const session = await readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+      const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
       if (!sessionUsable(session, it.request)) throw new AppError(401, 'unauthorized', 'Sign in first.');
       await dropInteraction(deps.redis, it.id);
       if (data.decision !== 'allow') {
@@ -252,6 +253,7 @@ export function loginRoutes(deps: Deps): Route[] {
       }
       await grantConsent(deps, client, session.userId, it.request.scope);
       const done = await completeAuthorization(deps, client, { ...it.request, prompt: [] }, session, 303);
+      if (done.kind === 'signed_out') throw new AppError(401, 'unauthorized', 'The session has ended: sign in again.');
       if (done.kind !== 'redirect') throw new Error('consent was recorded but is not visible');
       return done.reply;
     } catch (err) { return failure(err, json); }

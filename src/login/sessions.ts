@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { Deps } from '../deps.js';
 import { ServiceUnavailable } from '../errors.js';
 import { serializeCookie } from '../http/request.js';
 import { randomToken } from '../store/ids.js';
@@ -24,8 +25,23 @@ export async function createSession(redis: Redis, s: Omit<Session, 'expiresAt'>)
   return { id, session };
 }
 
-/** The session named by a cookie value, or null when absent or expired. Redis failures fail closed. */
-export async function readSession(redis: Redis, id: string | undefined): Promise<Session | null> {
+/**
+ * The session named by a cookie value, or null when absent, expired, or ended by a lock, suspension or
+ * deletion of its user since it began (the user's `login` mark, src/login/end-sessions.ts: it also
+ * covers sessions the per-user index never saw). Redis failures fail closed.
+ */
+export async function readSession(deps: Pick<Deps, 'redis' | 'tokens'>, id: string | undefined): Promise<Session | null> {
+  const s = await readSessionRecord(deps.redis, id);
+  if (!s || !(await deps.tokens.revocations.signInEnded(s.tenantId, s.userId, s.authTime))) return s;
+  void destroySession(deps.redis, id).catch(() => {});
+  return null;
+}
+
+/**
+ * The stored session alone, not checked against its user's `login` mark: only for a caller that checks
+ * it itself in a later round trip (GET /authorize: completeAuthorization reads it beside the code write).
+ */
+export async function readSessionRecord(redis: Redis, id: string | undefined): Promise<Session | null> {
   if (!id || id.length !== 43) return null;
   let raw: string | null;
   try { raw = await redis.get(redisKeys.session(sha256(id))); } catch (err) { throw new ServiceUnavailable('Sessions cannot be read right now.', 1, err); }

@@ -45,6 +45,14 @@ export async function dropSession(redis: Redis, sidHash: string): Promise<void> 
   await redis.zrem(redisKeys.userLoginSessions(s.tenantId, s.userId), sidHash);
 }
 
+/** Deletes every indexed session of the user, and the index: their cookies no longer sign in. */
+export async function dropUserSessions(redis: Redis, tenantId: string, userId: string): Promise<void> {
+  const key = redisKeys.userLoginSessions(tenantId, userId);
+  const hashes = await redis.zrange(key, 0, -1);
+  // The session keys are in other slots: one DEL each, sent together with the index's.
+  await Promise.all([...hashes.map((h) => redis.del(redisKeys.session(h))), redis.del(key)]);
+}
+
 export interface IndexedSession { id: string; authTime: number; expiresAt: number }
 
 /** The user's live login sessions, newest sign-in first (at most LISTED_SESSIONS); prunes what is gone. */

@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import { Forbidden } from '../errors.js';
 import { declareEvents } from '../events/declare.js';
+import { endLoginSessions } from './end-sessions.js';
 import type { User } from '../store/users.js';
 
 /** What an email-code sign-in writes: first logins create the user; refusals and guessing are told too. */
@@ -46,9 +47,12 @@ export async function loginUser(deps: Deps, a: { tenantId: string; email: string
   return outcome.user;
 }
 
-/** A failed code check: `auth.login_failed` for the tenant the code was requested for. */
+/**
+ * A failed code check: `auth.login_failed` for the tenant the code was requested for. The failure that
+ * locks the user ends their login sessions too, as an admin lock does.
+ */
 export async function recordLoginFailure(deps: Deps, a: { tenantId: string; clientId: string; email: string; reason: string }): Promise<void> {
-  await deps.store.transaction(a.tenantId, async ({ users }, tx) => {
+  const lockedUser = await deps.store.transaction(a.tenantId, async ({ users }, tx) => {
     // Wrong codes count toward the tenant's automatic lock (admin setting login-lockout).
     const counted = a.reason === 'invalid_code' || a.reason === 'too_many_attempts' ? await users.registerFailedLogin(a.email) : null;
     const user = counted?.user ?? await users.getByEmail(a.email);
@@ -60,5 +64,7 @@ export async function recordLoginFailure(deps: Deps, a: { tenantId: string; clie
     if (a.reason === 'too_many_attempts') {
       await loginEvents.emit(tx, a.tenantId, 'security.suspicious_activity', { ...(user ? { user_id: user.id } : {}), client_id: a.clientId, reason: 'one_time_code_guessing' });
     }
+    return counted?.locked ? counted.user.id : null;
   });
+  if (lockedUser) await endLoginSessions(deps, a.tenantId, lockedUser);
 }

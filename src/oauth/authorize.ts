@@ -12,7 +12,7 @@ import { LOGIN, SESSION_COOKIE } from '../login/options.js';
 import { consentPage, emailPage } from '../login/pages.js';
 import { originOf, redirectTo } from '../login/redirect.js';
 import { failure, wantsJson } from '../login/respond.js';
-import { readSession, type Session } from '../login/sessions.js';
+import { readSessionRecord, type Session } from '../login/sessions.js';
 import { NO_STORE } from './params.js';
 import { resolveRequest } from '../login/authorize/resolve-request.js';
 import { requirementsFor } from '../tenants/security-profile.js';
@@ -32,8 +32,9 @@ export function authorizeRoutes(base: Deps): Route[] {
     const ctx = loginContext(deps);
     const json = wantsJson(req);
     // The session (step 4 of a login) is read in the same Redis write as the client's tenant check below,
-    // instead of a round trip after it; only a request that gets that far uses it.
-    const sessionRead = readSession(deps.redis, req.cookies()[SESSION_COOKIE]);
+    // instead of a round trip after it; only a request that gets that far uses it. Whether its user was
+    // locked, suspended or deleted since is read with the code write (completeAuthorization).
+    const sessionRead = readSessionRecord(deps.redis, req.cookies()[SESSION_COOKIE]);
     sessionRead.catch(() => {});
     let q: Query;
     let pushedId: string | undefined;
@@ -64,7 +65,8 @@ export function authorizeRoutes(base: Deps): Route[] {
       if (refused) return refused;
       const done = await completeAuthorization(deps, client, areq, session);
       if (done.kind === 'redirect') return done.reply;
-      return askConsent(req, client, areq, session, json);
+      if (done.kind === 'consent_needed') return askConsent(req, client, areq, session, json);
+      // signed_out: answered as a request without a session.
     }
     if (areq.prompt.includes('none')) {
       return (await refusal()) ?? redirectTo(areq.redirectUri, issuer, { error: 'login_required', error_description: 'The user is not signed in.', state: areq.state });

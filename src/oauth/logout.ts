@@ -63,7 +63,7 @@ export function logoutRoutes(deps: Deps): Route[] {
       if (!client.postLogoutRedirectUris.includes(p.post_logout_redirect_uri)) throw new PageError('The post_logout_redirect_uri is not registered for this application.');
     }
     const sid = req.cookies()[SESSION_COOKIE];
-    const session = await readSession(deps.redis, sid);
+    const session = await readSession(deps, sid);
     const hintMatches = !!hint && !!session && hint.sub === session.userId && hint.tenant === session.tenantId;
     const confirmed = posted && params.confirm === 'yes';
     if (session && !hintMatches && !json) {

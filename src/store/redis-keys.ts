@@ -45,8 +45,11 @@ export const redisKeys = {
   revocationRefillLock: 'rv:refilling',
   /** A revoked token id. Tag `{g<generation>:<region>:<shard>}`: one slot per revocation shard, so a refill pipeline and a shard's keys stay together. */
   revokedJti: (s: JtiShard, jti: string) => `rv:{g${s.generation}:${s.region}:${s.shard}}:${jti}`,
-  /** Not-before mark of a user (`sub`), a client, or one user at one client (`grant`, id `<sub> <client>`). Tag `{t:<tenant>}`: a tenant's marks share a slot. */
-  revocationMark: (tenant: string, kind: 'sub' | 'client' | 'grant', id: string) => `rvm:{t:${tenant}}:${kind}:${id}`,
+  /**
+   * Not-before mark of a user (`sub`), a client, one user at one client (`grant`, id `<sub> <client>`), or a
+   * user's sign-ins (`login`: their login sessions). Tag `{t:<tenant>}`: a tenant's marks share a slot.
+   */
+  revocationMark: (tenant: string, kind: 'sub' | 'client' | 'grant' | 'login', id: string) => `rvm:{t:${tenant}}:${kind}:${id}`,
   /**
    * Present while a tenant is suspended, being deleted or deleted (value: its status): every token of the
    * tenant is refused. Read in the revocation check's MGET; tag `{t:<tenant>}` as the marks, so it shares

@@ -1,5 +1,6 @@
 import type { Cursor } from './cursor.js';
 import type { Db } from '../sql.js';
+import { insertLogRecords } from './log-archive.js';
 
 export interface WebhookRow {
   tenant_id: string; id: string; name: string; description: string | null; url: string; events: string[];
@@ -46,6 +47,14 @@ export interface AttemptOutcome {
 }
 
 /** A test send as the delivery log records it (src/webhooks/test-send.ts): one attempt, already ended. */
+/**
+ * A delivery attempt as the body of its log record (log type `webhook_delivery`, lane default): the
+ * same for the worker's attempts (src/cross-tenant/webhook-attempts.ts) and test sends.
+ */
+export function attemptLogBody(a: { webhookId: string; deliveryId: string; event: string; attempt: number; ok: boolean; responseStatus: number | null; responseTimeMs: number; error: string | null }): Record<string, unknown> {
+  return { webhook_id: a.webhookId, delivery_id: a.deliveryId, event: a.event, attempt: a.attempt, success: a.ok, response_status: a.responseStatus, duration_ms: a.responseTimeMs, error: a.error };
+}
+
 export interface TestDelivery {
   id: string; webhookId: string; event: string; requestBody: RequestBody; ok: boolean; responseStatus: number | null;
   responseTimeMs: number; error: string | null; startedAt: number; completedAt: number;
@@ -178,8 +187,8 @@ export class WebhookRepository {
 
   /**
    * Records a test send as an ended delivery of one attempt (no outbox row, nothing queued), with its
-   * attempt row and the webhook's counters, like a delivery the worker ended (docs/decisions.md). A
-   * failed one can be retried like any other (retryDelivery). Run it in one transaction.
+   * attempt row, the webhook's counters and the attempt's log record, like a delivery the worker ended
+   * (docs/decisions.md). A failed one can be retried like any other (retryDelivery). Run it in one transaction.
    */
   async recordTestDelivery(t: TestDelivery): Promise<void> {
     const db = this.db;
@@ -204,6 +213,11 @@ export class WebhookRepository {
         failed_attempts = webhook_stats.failed_attempts + excluded.failed_attempts,
         last_success_at = greatest(webhook_stats.last_success_at, excluded.last_success_at),
         last_failure_at = greatest(webhook_stats.last_failure_at, excluded.last_failure_at)`;
+    // The attempt as a log record, in the same transaction: archived if and only if it committed.
+    await insertLogRecords(db, [{
+      tenantId: this.tenantId, logType: 'webhook_delivery', plane: 'control', lane: 'default', ts: t.completedAt,
+      body: attemptLogBody({ ...t, deliveryId: t.id, attempt: 1 }),
+    }], false);
   }
 
   /** Claims an Idempotency-Key of the test operation; when it was used in the last 24 h, its stored result (null while in flight). */

@@ -12,8 +12,11 @@ import { listRefusedTenants } from '../store/tenants.js';
 import { parseJti } from './jti.js';
 import { RevocationSentinels } from './revocation-sentinels.js';
 
-/** Not-before marks: everything of a user, of a client, or of one user at one client (a withdrawn consent). */
-export type MarkKind = 'sub' | 'client' | 'grant';
+/**
+ * Not-before marks: everything of a user, of a client, or of one user at one client (a withdrawn
+ * consent); `login` marks a user's sign-ins (login sessions and what they approved), not their tokens.
+ */
+export type MarkKind = 'sub' | 'client' | 'grant' | 'login';
 
 /** The id of a `grant` mark: one user at one client. */
 export function grantMarkId(sub: string, clientId: string): string { return `${sub} ${clientId}`; }
@@ -211,7 +214,21 @@ export class RevocationStore {
    * the token check: no answer before the state is loaded. For the login flow, which has no token yet.
    */
   async tenantRefused(tenant: string): Promise<boolean> {
-    const key = redisKeys.tenantSuspended(tenant);
+    return (await this.guardedGet(redisKeys.tenantSuspended(tenant))) !== null;
+  }
+
+  /**
+   * Whether a sign-in of the user at authTime (epoch seconds) was ended since: the user was locked,
+   * suspended or deleted at or after it (the `login` mark). Fails closed like tenantRefused. Same-second
+   * sign-ins count as ended, as tokens do: authTime has one-second precision.
+   */
+  async signInEnded(tenant: string, userId: string, authTime: number): Promise<boolean> {
+    const mark = await this.guardedGet(RevocationStore.markKey(tenant, 'login', userId));
+    return mark !== null && authTime * 1000 <= Number(mark);
+  }
+
+  /** One key of the revocation state, read with its slot's sentinel: null when absent; throws before the state is loaded. */
+  private async guardedGet(key: string): Promise<string | null> {
     const sentinel = this.sentinels.of(key);
     let v: (string | null | undefined)[];
     try { v = await mgetAcrossSlots(this.redis, [key, sentinel]); } catch (err) { throw new RevocationUnavailable(err); }
@@ -219,7 +236,7 @@ export class RevocationStore {
       void this.ensureLoaded(sentinel).catch((err) => this.log.error({ err }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
-    return v[0] !== null;
+    return v[0] ?? null;
   }
 
   /**

@@ -1,3 +1,4 @@
+import { countWebhookDelivery } from '../metrics.js';
 import type { RequestBody, TestDelivery } from '../store/webhooks.js';
 import { deliveryHeaders, newDeliveryId } from './message.js';
 import { postWebhook } from './sender.js';
@@ -34,6 +35,8 @@ export async function sendTest(w: { id: string; url: string; headers: Record<str
   const startedAt = Date.now();
   const r = await postWebhook(w.url, headers, body, w.timeout_s * 1000, allowPrivate);
   const completedAt = Date.now();
+  // Counted as every attempt the worker makes (svc_webhook_deliveries_total), answered or not.
+  countWebhookDelivery(r.ok, r.status);
   const out: TestResult = { success: r.ok, webhook_id: w.id, url: w.url, response_body: r.body, duration_ms: r.durationMs, timestamp, headers_sent: Object.keys(headers) };
   if (r.status !== null && r.status >= 100 && r.status <= 599) out.status_code = r.status;
   if (r.error) out.error = r.error;

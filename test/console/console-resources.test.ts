@@ -213,7 +213,7 @@ if (!browser) {
     await loginRow.getByRole('button', { name: /^End login session lses_/ }).click();
     await page.getByRole('dialog', { name: 'End this login session?' }).getByRole('button', { name: 'End login session' }).click();
     await page.getByText('No login sessions.').waitFor();
-    t.equal(await readSession(srv.deps.redis, login.id), null, 'the login session is ended: its cookie no longer signs in');
+    t.equal(await readSession(srv.deps, login.id), null, 'the login session is ended: its cookie no longer signs in');
 
     await page.getByLabel('Move to partition').selectOption('eu');
     await page.getByRole('button', { name: 'Move data' }).click();

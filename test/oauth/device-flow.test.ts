@@ -144,6 +144,57 @@ t.test('a device code polled again after its tokens: invalid_grant, and the firs
   t.same(alerts.filter((a) => a.data.reason === 'device_code_replay').map((a) => a.data.client_id), [A.tv], 'one security.alert for the replay');
 });
 
+t.test('two polls of one approved code at once: exactly one spends it; the other is a replay and what was issued is revoked', async (t) => {
+  const call = api(srv, await adminToken(srv, { tenantId: A.tenant.tenant_id, permissions: ['admin:*'] }));
+  // A device client of its own, so the refresh tokens under it are exactly these polls'.
+  const made = await call('POST', '/api/admin/clients', {
+    name: 'Racing TV', token_endpoint_auth_method: 'none', grant_types: [DEVICE_GRANT, 'refresh_token'], scopes: ['openid', 'email', 'offline_access'],
+  });
+  t.equal(made.status, 201, JSON.stringify(made.body));
+  const tv = made.body.client_id as string;
+  const rsMade = await call('POST', '/api/admin/clients', { name: 'Race introspector', grant_types: [], can_introspect: true, strict_validation: false });
+  const rs = { client_id: rsMade.body.client_id as string, client_secret: rsMade.body.client_secret as string };
+  const introspect = async (token: string) => (await (await postForm(`${srv.url}/introspect`, rs, { token })).json() as any).active;
+  // The second poll lands either while the first is still issuing (the first sees the replay mark, revokes
+  // its own tokens and answers invalid_grant too: what was seen in every round so far, since signing takes
+  // longer than the replay's script) or after the first recorded them (the replay revokes them; the
+  // sequential test above). Either way one poll spends the code and nothing it got stays usable.
+  const rounds = 4;
+  for (let i = 0; i < rounds; i++) {
+    const c = await start(tv);
+    t.same((await decide(c.body.user_code, 'allow', `198.51.100.${40 + i}`)).body, { approved: true });
+    const answers = await Promise.all([poll(tv, c.body.device_code), poll(tv, c.body.device_code)]);
+    const served = answers.filter((a) => a.status === 200);
+    t.ok(served.length <= 1, `round ${i}: never two sets of tokens (${answers.map((a) => a.status).join(', ')})`);
+    for (const a of answers.filter((x) => x.status !== 200)) {
+      t.same(a, { status: 400, body: { error: 'invalid_grant', error_description: 'The device code was already used.' } }, `round ${i}: the other poll is refused as a replay`);
+    }
+    for (const a of served) {
+      t.equal(await introspect(a.body.access_token), false, `round ${i}: the tokens handed out are revoked`);
+      const refreshed = await form('/token', { grant_type: 'refresh_token', client_id: tv, refresh_token: a.body.refresh_token });
+      t.equal(refreshed.status, 400, `round ${i}: so is their refresh token`);
+    }
+  }
+  // Exactly one poll per code got tokens issued (one refresh-token family each), and none stayed usable.
+  const rows = await srv.deps.sql<{ family_id: string; status: string }[]>`select family_id, status from refresh_tokens where tenant_id = ${A.tenant.tenant_id} and client_id = ${tv}`;
+  t.equal(new Set(rows.map((r) => r.family_id)).size, rounds, 'one issuance per code');
+  t.same(rows.filter((r) => r.status === 'active'), [], 'every refresh token issued is revoked');
+  const alerts = await srv.deps.sql<{ data: any }[]>`select data from event_outbox where tenant_id = ${A.tenant.tenant_id} and event = 'security.alert'`;
+  t.equal(alerts.filter((a) => a.data.client_id === tv && a.data.reason === 'device_code_replay').length, rounds, 'one security.alert per replayed code');
+});
+
+t.test('a user locked after approving: the device\'s poll gets no tokens', async (t) => {
+  const call = api(srv, await adminToken(srv, { tenantId: A.tenant.tenant_id, permissions: ['admin:*'] }));
+  const c = await start(A.tv);
+  const d = await decide(c.body.user_code, 'allow', '198.51.100.50');
+  t.same(d.body, { approved: true });
+  const [user] = (await call('GET', `/api/admin/users?email=${encodeURIComponent(d.email)}`)).body.items;
+  t.equal((await call('POST', `/api/admin/users/${user.id}/lock`)).status, 200);
+  t.same(await poll(A.tv, c.body.device_code), { status: 400, body: { error: 'invalid_grant', error_description: 'The sign-in that approved this has ended: the user must sign in again.' } });
+  const rows = await srv.deps.sql<{ status: string }[]>`select status from refresh_tokens where tenant_id = ${A.tenant.tenant_id} and sub = ${user.id}`;
+  t.same(rows.filter((r) => r.status === 'active'), [], 'nothing issued stays usable');
+});
+
 t.test('denied consent: access_denied, and the code stays refused', async (t) => {
   const { body } = await start(A.tv, 'openid');
   const d = await decide(body.user_code, 'deny');

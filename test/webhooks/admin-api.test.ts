@@ -7,6 +7,7 @@ import { j } from '../helpers/http.js';
 import { waitFor } from '../helpers/processes.js';
 import { startTestServer } from '../helpers/server.js';
 import { adminToken } from '../helpers/tokens.js';
+import { scrape, value, type Sample } from '../helpers/metrics.js';
 import { emit, isolatedDatabase, startReceiver } from './fixtures.js';
 
 // The admin interface of webhooks over real HTTP, with the delivery worker running in this process.
@@ -186,6 +187,43 @@ t.test('a failed test send is retried from the log through the normal path', asy
   t.equal(rx.received[1]!.headers['x-svc-delivery'], d.id, 'the same delivery, sent again by the worker');
   t.same(JSON.parse(rx.received[1]!.body), JSON.parse(rx.received[0]!.body), 'with the body sent the first time');
   t.match(await j(await api(`/${created.id}`)), { total_deliveries: 1, failed_deliveries: 0, total_attempts: 2, failed_attempts: 1 });
+});
+
+t.test('a test send leaves what a worker delivery leaves: its attempt\'s log record and the delivery metric', async (t) => {
+  let status = 200;
+  const rx = await startReceiver(() => ({ status }));
+  t.teardown(() => rx.close());
+  const created = await j(await api('', { method: 'POST', body: { name: 'Traces', url: `${rx.url}/t`, events: ['user.created'], retry_policy: { max_retries: 0 } } }));
+  // One delivery made by the worker, to compare with.
+  await emit(srv.deps.sql, { tenantId: tenant, event: 'user.created', data: { user_id: 'u-traces' } });
+  await waitFor(async () => (await j(await api(`/${created.id}/deliveries?status=success`))).total === 1);
+  const before = await scrape(srv.url);
+  const sent = await j(await api(`/${created.id}/test`, { method: 'POST', body: {} }));
+  status = 503;
+  const refused = await j(await api(`/${created.id}/test`, { method: 'POST', body: { event: 'user.deleted' } }));
+  t.match([sent, refused], [{ success: true, status_code: 200 }, { success: false, status_code: 503 }]);
+  const after = await scrape(srv.url);
+  const counted = (s: Sample[], labels: Record<string, string>) => value(s, 'svc_webhook_deliveries_total', labels);
+  t.equal(counted(after, { result: 'success', status_class: '2xx' }) - counted(before, { result: 'success', status_class: '2xx' }), 1, 'the answered test send is counted as a successful delivery attempt');
+  t.equal(counted(after, { result: 'failure', status_class: '5xx' }) - counted(before, { result: 'failure', status_class: '5xx' }), 1, 'the refused one as a failed attempt with its status class');
+
+  const records = await srv.deps.sql<{ plane: string; lane: string; ts: string; body: Record<string, unknown> }[]>`
+    select plane, lane, ts::text, body from log_records where tenant_id = ${tenant} and log_type = 'webhook_delivery' and body->>'webhook_id' = ${created.id} order by id`;
+  const byWorker = records.find((r) => r.body.event === 'user.created')!;
+  t.ok(byWorker, 'the worker\'s attempt has its log record');
+  const [okId, failedId] = rx.received.slice(-2).map((r) => r.headers['x-svc-delivery']);
+  const fromTests = records.filter((r) => r.body.event !== 'user.created');
+  t.match(fromTests.map((r) => r.body), [
+    { webhook_id: created.id, delivery_id: okId, event: 'webhook.test', attempt: 1, success: true, response_status: 200, duration_ms: Number, error: null },
+    { webhook_id: created.id, delivery_id: failedId, event: 'user.deleted', attempt: 1, success: false, response_status: 503, duration_ms: Number, error: 'HTTP 503' },
+  ], 'each test send has its attempt\'s log record, under the delivery id the receiver saw');
+  for (const r of fromTests) {
+    t.same(Object.keys(r.body).sort(), Object.keys(byWorker.body).sort(), 'with the fields of the worker\'s record');
+    t.same([r.plane, r.lane], [byWorker.plane, byWorker.lane], 'in the same plane and lane');
+  }
+  // The log records name the deliveries the log lists.
+  const listed = (await j(await api(`/${created.id}/deliveries`))).items.map((d: { id: string }) => d.id);
+  for (const r of fromTests) t.ok(listed.includes(r.body.delivery_id), 'a delivery of the webhook\'s log');
 });
 
 t.test('deliveries over the API: list with filters and cursor, one with attempts, manual retry', async (t) => {

@@ -5,7 +5,7 @@ import { OAuthError } from '../../errors.js';
 import { recordIssued, redeemCode } from '../../login/codes.js';
 import { one, required } from '../params.js';
 import { issueForUser, type Grant } from './grant.js';
-import { revokeIssued } from './revoke-issued.js';
+import { issueOnce, revokeIssued } from './revoke-issued.js';
 
 /** A replayed authorization code is a security alert (its first tokens are revoked). */
 const codeGrantEvents = declareEvents(['security.alert']);
@@ -59,13 +59,11 @@ export const authorizationCode: Grant = {
       if (!binding) throw new OAuthError('invalid_dpop_proof', 'The authorization code is DPoP-bound: send a DPoP proof of its key.');
       if (binding.jkt !== rec.dpopJkt) throw invalidGrant('The DPoP proof\'s key is not the one the authorization request named (dpop_jkt).');
     }
-    // The tenant is the code's, which is the client's (checked above).
-    const { body, issued } = await issueForUser(deps, client, { userId: rec.userId, email: rec.email, authTime: rec.authTime, scope: rec.scope, nonce: rec.nonce, resource: rec.resource, recordConsent: rec.firstPartyConsent === true }, form, binding);
-    if (await recordIssued(deps.redis, redemption.codeHash, issued)) {
-      // A replay arrived while these were being issued: they must not be used either.
-      await revokeIssued(deps, rec.tenantId, issued);
-      throw invalidGrant('The authorization code was already used.');
-    }
+    // The tenant is the code's, which is the client's (checked above). Revoked again when a replay
+    // arrived while they were being issued, or the user was locked since the sign-in.
+    const { body } = await issueOnce(deps, rec.tenantId, rec,
+      () => issueForUser(deps, client, { userId: rec.userId, email: rec.email, authTime: rec.authTime, scope: rec.scope, nonce: rec.nonce, resource: rec.resource, recordConsent: rec.firstPartyConsent === true }, form, binding),
+      (issued) => recordIssued(deps.redis, redemption.codeHash, issued), () => invalidGrant('The authorization code was already used.'));
     return body;
   },
 };

@@ -5,7 +5,7 @@ import { DEVICE } from '../../device/options.js';
 import { pollDeviceCode, recordDeviceCodeIssued, type Poll } from '../../device/store.js';
 import { required } from '../params.js';
 import { issueForUser, type Grant } from './grant.js';
-import { revokeIssued } from './revoke-issued.js';
+import { issueOnce, revokeIssued } from './revoke-issued.js';
 
 /** A replayed device code is a security alert (its first tokens are revoked), as a replayed authorization code is. */
 const deviceGrantEvents = declareEvents(['security.alert']);
@@ -46,12 +46,10 @@ export const deviceCode: Grant = {
     if (poll.kind !== 'approved') throw REFUSALS[poll.kind]();
     if (poll.tenantId !== client.tenantId) throw REFUSALS.other_client();
     const { user } = poll;
-    const { body, issued } = await issueForUser(deps, client, { userId: user.userId, email: user.email, authTime: user.authTime, scope: poll.scope }, form, binding);
-    if (await recordDeviceCodeIssued(deps.redis, poll.codeHash, issued)) {
-      // A replay arrived while these were being issued: they must not be used either.
-      await revokeIssued(deps, client.tenantId, issued);
-      throw REFUSALS.used();
-    }
+    // Revoked again when a replay arrived while they were being issued, or the user was locked since the approval.
+    const { body } = await issueOnce(deps, client.tenantId, user,
+      () => issueForUser(deps, client, { userId: user.userId, email: user.email, authTime: user.authTime, scope: poll.scope }, form, binding),
+      (issued) => recordDeviceCodeIssued(deps.redis, poll.codeHash, issued), REFUSALS.used);
     return body;
   },
 };
