@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../random.js';
 import type { RenderedMail } from './templates.js';
 
 /** SMTP envelope of a composed message: the bare sender address and the recipients. */
