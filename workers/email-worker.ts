@@ -20,8 +20,8 @@ export async function sendEmail(d: SchemaTypes['jobs.email'], { config, transpor
   try { code = unseal(key, d.sealed, d.to); } catch { throw new UnrecoverableError('sealed code cannot be opened'); }
   const mail = d.template === 'login_code' ? loginCodeMail(code, d.clientName, d.expiresInSeconds) : approvalCodeMail(code, d.requestId, d.expiresInSeconds);
   // Composed here when the headers are plain ASCII (always, for our templates and ASCII addresses).
-  const raw = composeRaw({ from: config.mailFrom, to: d.to, mail });
-  if (raw) await transport.sendMail({ envelope: { from: sender ?? senderAddress(config.mailFrom), to: [d.to] }, raw });
+  const composed = composeRaw({ from: config.mailFrom, to: d.to, mail });
+  if (composed) await transport.sendMail({ envelope: { from: sender ?? senderAddress(config.mailFrom), to: [d.to] }, raw: composed.raw, messageId: composed.messageId });
   else await transport.sendMail({ from: config.mailFrom, to: d.to, subject: mail.subject, text: mail.text, html: mail.html });
   return 'sent';
 }

@@ -23,10 +23,11 @@ export function senderAddress(from: string): string {
  * Our own mails as one RFC 5322 multipart/alternative message (text and HTML parts, 7bit), built
  * directly: nodemailer's composer (address parsing, header normalisation, encoding detection, MIME
  * streams) was ~22% of the e-mail worker's CPU per login code (perf/RESULTS.md run 89-login2).
- * Answers null unless headers and bodies are plain ASCII (a client name in another script, say); the
- * caller then lets nodemailer compose and encode it, as before.
+ * The Message-ID is answered too: given to nodemailer, it does not draw one of its own (a randomBytes
+ * call, ~3% of the worker's CPU). Answers null unless headers and bodies are plain ASCII (a client
+ * name in another script, say); the caller then lets nodemailer compose and encode it, as before.
  */
-export function composeRaw(o: { from: string; to: string; mail: RenderedMail; now?: Date }): string | null {
+export function composeRaw(o: { from: string; to: string; mail: RenderedMail; now?: Date }): { raw: string; messageId: string } | null {
   if (!PLAIN_HEADER.test(o.from) || !PLAIN_HEADER.test(o.to) || !PLAIN_HEADER.test(o.mail.subject)) return null;
   if (!plainBody(o.mail.text) || !plainBody(o.mail.html)) return null;
   // A body line could otherwise end the part early.
@@ -34,12 +35,13 @@ export function composeRaw(o: { from: string; to: string; mail: RenderedMail; no
   const at = senderAddress(o.from);
   const domain = at.includes('@') ? at.slice(at.lastIndexOf('@') + 1) : 'localhost';
   const date = (o.now ?? new Date()).toUTCString().replace(/GMT$/, '+0000');
-  return [
+  const messageId = `<${randomBytes(16).toString('hex')}@${domain}>`;
+  const raw = [
     `From: ${o.from}`,
     `To: ${o.to}`,
     `Subject: ${o.mail.subject}`,
     `Date: ${date}`,
-    `Message-ID: <${randomBytes(16).toString('hex')}@${domain}>`,
+    `Message-ID: ${messageId}`,
     'MIME-Version: 1.0',
     `Content-Type: multipart/alternative; boundary="${BOUNDARY}"`,
     '',
@@ -56,6 +58,7 @@ export function composeRaw(o: { from: string; to: string; mail: RenderedMail; no
     `--${BOUNDARY}--`,
     '',
   ].join('\r\n');
+  return { raw, messageId };
 }
 
 /** CRLF line ends (RFC 5322 2.3); SMTP dot-stuffing is the transport's job. */

@@ -43,6 +43,7 @@ t.test('an ASCII login code mail: headers, envelope and both parts', async (t) =
   t.match(head, /^To: ada@example\.com$/m);
   t.match(head, /^Date: \w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} \+0000$/m);
   t.match(head, /^Message-ID: <[0-9a-f]{32}@svc\.test>$/m);
+  t.equal(head.match(/^Message-ID:/gim)?.length, 1, 'one Message-ID: ours, nodemailer adds none');
   t.match(head, /^MIME-Version: 1\.0$/m);
   const text = part(m.raw, 'text/plain');
   const html = part(m.raw, 'text/html');
