@@ -22,6 +22,12 @@ export interface RelayOptions {
   jobBatch?: number;
   /** After how long a fan-out's claim that was never confirmed (its relay died) is released. */
   claimGraceMs?: number;
+  /**
+   * Least time between two enqueue passes woken by fan-outs. Each NOTIFY (one per committed login)
+   * ran a fan-out and then an enqueue transaction that, with the fan-out adding its own jobs, mostly
+   * found nothing: the pass now runs at most once per this gap (retries and manual retries wait ≤ it).
+   */
+  enqueueGapMs?: number;
 }
 
 /**
@@ -49,6 +55,8 @@ export class OutboxRelay {
   private queueUp = false;
   private lastSentinel = 0;
   private lastOverdue = 0;
+  private lastEnqueue = 0;
+  private enqueueTimer: NodeJS.Timeout | undefined;
   private readonly opts: Required<RelayOptions>;
   private readonly sentinelKey: string;
   /** The relay serves every tenant of its database: it reads and writes through the cross-tenant path only. */
@@ -66,13 +74,13 @@ export class OutboxRelay {
   constructor(private readonly sql: Sql, private readonly jobs: JobQueues, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}, markSql: Sql = sql) {
     this.deliveries = new CrossTenantDeliveries(sql);
     this.marks = new CrossTenantDeliveries(markSql);
-    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, jobBatch: 50, claimGraceMs: 10_000, ...opts };
+    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, jobBatch: 50, claimGraceMs: 10_000, enqueueGapMs: 100, ...opts };
     this.sentinelKey = queueKeys.relaySentinel({ redisPrefix });
     const failed = (err: unknown) => this.log.warn({ err: (err as Error).message }, 'relay pass failed; will retry');
     const stopped = () => this.stopped;
-    this.enqueueStage = new Stage(() => this.enqueuePass(), failed, stopped);
+    this.enqueueStage = new Stage(() => { this.lastEnqueue = Date.now(); return this.enqueuePass(); }, failed, stopped);
     this.fanOutStage = new Stage(async () => {
-      try { await this.fanOutPass(); } finally { if (!this.stopped) this.enqueueStage.kick(); }
+      try { await this.fanOutPass(); } finally { if (!this.stopped) this.enqueueSoon(); }
     }, failed, stopped);
   }
 
@@ -92,6 +100,14 @@ export class OutboxRelay {
   kick(): void {
     if (this.stopped || !this.queueUp) return;
     this.fanOutStage.kick();
+  }
+
+  /** The enqueue step now, or once enqueueGapMs has passed since its last start (one timer at a time). */
+  private enqueueSoon(): void {
+    const wait = this.lastEnqueue + this.opts.enqueueGapMs - Date.now();
+    if (wait <= 0) { this.enqueueStage.kick(); return; }
+    if (this.enqueueTimer) return;
+    this.enqueueTimer = setTimeout(() => { this.enqueueTimer = undefined; if (!this.stopped) this.enqueueStage.kick(); }, wait);
   }
 
   /** One full pass; exposed for tests. */
@@ -224,6 +240,7 @@ export class OutboxRelay {
   async close(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.enqueueTimer);
     await this.fanOutStage.idle();
     await this.enqueueStage.idle();
     await this.unlisten?.().catch(() => {});

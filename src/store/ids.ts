@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../random.js';
 
 /** A server-assigned id: a short type prefix and 96 random bits, e.g. `role_3f9c...`. */
 export function newId(prefix: string): string {

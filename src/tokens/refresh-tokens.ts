@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from '../random.js';
 import { declareEvents } from '../events/declare.js';
 import { randomToken } from '../store/ids.js';
 import type { ConsentInput } from '../store/consents.js';

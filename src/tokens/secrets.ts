@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from '../random.js';
 
 /** A purpose-specific key derived from KEY_ENCRYPTION_KEY, so one master key never serves two uses. */
 export function deriveKey(master: Buffer, purpose: string): Buffer {
