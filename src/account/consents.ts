@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
 import { userBearer } from '../login/bearer.js';
@@ -17,11 +18,13 @@ export function consentView(r: ConsentRow): Record<string, unknown> {
 }
 
 /** GET /api/user/consents: the caller's consents; DELETE one to withdraw it (Bearer token of the end user). */
-export function consentRoutes(deps: Deps): Route[] {
+export function consentRoutes(base: Deps): Route[] {
   return [{
     method: 'GET', path: '/api/user/consents', iface: 'admin',
     doc: { summary: 'The signed-in user\'s consents to applications', tags: ['account'], security: 'bearer', responses: { 200: 'login.consent-list' }, errors: [401] },
     handler: async (req) => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const deps = depsFor(base, req);
       const p = await userBearer(deps, req, deps.config.issuer);
       const rows = await deps.store.forTenant(p.tenant).consents.listForUser(p.sub!);
       return { headers: { 'Cache-Control': 'no-store' }, body: { consents: rows.map(consentView), total: rows.length } };
@@ -30,6 +33,8 @@ export function consentRoutes(deps: Deps): Route[] {
     method: 'DELETE', path: '/api/user/consents/:id', iface: 'admin', body: 'none',
     doc: { summary: 'Withdraw a consent: the application\'s refresh and access tokens for the caller stop working', tags: ['account'], security: 'bearer', responses: { 204: null }, errors: [401, 404] },
     handler: async (req) => {
+      // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+      const deps = depsFor(base, req);
       const p = await userBearer(deps, req, deps.config.issuer);
       await revokeConsent(deps, String(p.tenant), p.sub!, req.params.id!);
       return { status: 204, headers: { 'Cache-Control': 'no-store' } };

@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import { tenantServing } from '../tenants/settings-cache.js';
 import { hasPermission } from '../admin-access.js';
 import type { Deps } from '../deps.js';
@@ -57,13 +58,15 @@ async function answer(deps: Deps, tenantId: string, items: CheckItem[]): Promise
 }
 
 /** POST /api/check and /api/check/batch: does a user of the key's tenant hold a permission (through its roles)? */
-export function checkRoutes(deps: Deps): Route[] {
-  const hashKey = checkKeyHashKey(deps.config.keyEncryptionKey);
+export function checkRoutes(base: Deps): Route[] {
+  const hashKey = checkKeyHashKey(base.config.keyEncryptionKey);
   return [
     route({
       method: 'POST', path: '/api/check', iface: 'admin', body: 'json', bodySchema: 'check.check-request',
       doc: { summary: 'Whether a user holds a permission (check API key with the check operation; rate-limited by tier)', tags: ['check'], responses: { 200: 'check.check-result' }, errors: [401, 403, 404, 422, 429], security: 'apikey' },
       handler: async ({ req, body }) => {
+        // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+        const deps = depsFor(base, req);
         const key = await authenticateKey(deps, hashKey, req, 'check', 1);
         if (!(await tenantServing(deps.tokens.tenantSettings, key.tenant_id))) throw new Forbidden('forbidden', "This key's tenant is suspended.");
         const [a] = await answer(deps, key.tenant_id, [body]);
@@ -75,6 +78,8 @@ export function checkRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/check/batch', iface: 'admin', body: 'json', bodySchema: 'check.check-batch-request',
       doc: { summary: 'Up to 100 checks at once (operation batch; each check counts against the rate limit)', tags: ['check'], responses: { 200: 'check.check-batch-result' }, errors: [401, 403, 422, 429], security: 'apikey' },
       handler: async ({ req, body }) => {
+        // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+        const deps = depsFor(base, req);
         const key = await authenticateKey(deps, hashKey, req, 'batch', body.checks.length);
         if (!(await tenantServing(deps.tokens.tenantSettings, key.tenant_id))) throw new Forbidden('forbidden', "This key's tenant is suspended.");
         return { body: { results: await answer(deps, key.tenant_id, body.checks) } };

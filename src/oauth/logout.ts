@@ -1,3 +1,4 @@
+import { depsFor } from '../tracing/request-deps.js';
 import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { InvalidRequest } from '../errors.js';
@@ -28,20 +29,22 @@ const FIELDS = ['id_token_hint', 'client_id', 'post_logout_redirect_uri', 'state
  * and nobody is redirected. With a hint naming the signed-in user the session ends at once; without
  * one the user confirms on a page (with a CSRF token), so another site cannot sign them out.
  */
-export function logoutRoutes(deps: Deps): Route[] {
-  const ctx = loginContext(deps);
-  const { issuer } = deps.config;
+export function logoutRoutes(base: Deps): Route[] {
+  const ctx = loginContext(base);
+  const { issuer } = base.config;
 
   async function hintPayload(hint: string | undefined): Promise<JwtPayload | null> {
     if (!hint) return null;
     try {
-      return await verifyOwnJwt(deps.tokens.keys, hint, { typ: TOKEN_TYPES.id, issuer, clockTolerance: HINT_MAX_AGE });
+      return await verifyOwnJwt(base.tokens.keys, hint, { typ: TOKEN_TYPES.id, issuer, clockTolerance: HINT_MAX_AGE });
     } catch {
       throw new PageError('The id_token_hint is not a valid ID token from this server.');
     }
   }
 
   async function handle(req: HttpRequest, params: Record<string, unknown>, posted: boolean, json: boolean): Promise<Reply> {
+    // A sampled request's view (its clients make spans under it); the process's deps otherwise.
+    const deps = depsFor(base, req);
     const p: Partial<Record<(typeof FIELDS)[number], string>> = {};
     for (const f of FIELDS) {
       const v = params[f];
