@@ -140,7 +140,10 @@ export class OutboxRelay {
       const claim = { claimed: [] as Unqueued[], mark: room > 0 ? -(claimedAt + this.handoff!.leaseMs) : -claimedAt };
       const n = await this.deliveries.fanOut(limit, claimedAt, planDeliveries, claim);
       if (claim.claimed.length && room > 0) {
+        // The relay's part of a traced change's trace, as when it adds a job (the delivery continues it).
+        const spans = tracingOn ? claim.claimed.map((i) => spanUnder(i.trace_context, 'outbox relay', { 'svc.tenant_id': i.tenant_id, 'svc.attempt': i.attempt, 'messaging.batch.message_count': claim.claimed.length, 'svc.handoff': true })) : [];
         this.handoff!.take(claim.claimed, claim.mark);
+        for (const s of spans) s?.end();
       } else if (claim.claimed.length) {
         let jobIds: Map<string, string>;
         try {
