@@ -1,4 +1,4 @@
-import type { Db, Sql, TxSql } from '../sql.js';
+import type { Db, Sql } from '../sql.js';
 import { lockLiveTenants, TOMBSTONE_STATUSES } from '../store/tenants.js';
 import type { RequestBody, WebhookRow } from '../store/webhooks.js';
 
@@ -38,36 +38,33 @@ export class CrossTenantDeliveries {
    * `claim.mark` (default -nowMs) is the value stored: a relay handing the deliveries to its own
    * consumer stores minus the end of their lease instead (src/webhooks/handoff.ts).
    */
-  async fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[], claim?: { claimed: Unqueued[]; mark?: number }): Promise<number> {
-    // A transaction of three round trips, not five: BEGIN goes down the wire with the first select and
-    // COMMIT with the writes (one reserved connection, pipelined; issue 35: the fan-out sits between an
-    // event's commit and its delivery, twice over when events arrive during a pass). A failed write
-    // aborts the transaction, so the pipelined COMMIT only ends it (Postgres answers ROLLBACK).
-    const tx = await this.sql.reserve();
-    let open = false;
-    try {
-      open = true;
-      const [, events] = await Promise.all([
-        tx`begin`,
-        tx<OutboxEvent[]>`
-          select id, tenant_id, event, data, occurred_at, trace_context from event_outbox
-          where dispatched_at is null order by id limit ${batch} for update skip locked`,
-      ]);
-      if (!events.length) { open = false; await tx`commit`; return 0; }
+  fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[], claim?: { claimed: Unqueued[]; mark?: number }): Promise<number> {
+    return this.sql.begin(async (tx) => {
+      const events = await tx<OutboxEvent[]>`
+        select id, tenant_id, event, data, occurred_at, trace_context from event_outbox
+        where dispatched_at is null order by id limit ${batch} for update skip locked`;
+      if (!events.length) return 0;
       // Statements issued together go down the connection together (pipelined) and run in order, so the
-      // tenants are locked before the webhooks are read, at one round trip for both.
+      // tenants are locked before the webhooks are read, at one round trip for both (issue 35: a pass
+      // sits between an event's commit and its delivery).
       const tenantIds = [...new Set(events.map((e) => e.tenant_id))];
       const [live, active] = await Promise.all([
-        lockLiveTenants(tx as unknown as TxSql, tenantIds),
+        lockLiveTenants(tx, tenantIds),
         tx<FanOutHook[]>`select tenant_id, id, events, filters, max_retries from webhooks where tenant_id = any(${tenantIds}::text[]) and status = 'active'`,
       ]);
       const hooks = active.filter((h) => live.has(h.tenant_id));
       const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs, queued_at: claim ? claim.mark ?? -nowMs : null }));
       const writes: Array<Promise<unknown>> = [];
-      const made: Array<{ tenant_id: string; id: string }> = [];
       for (let i = 0; i < rows.length; i += 1000) {
         writes.push(tx<Array<{ tenant_id: string; id: string }>>`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at', 'trace_context', 'queued_at')}
-          on conflict (tenant_id, webhook_id, outbox_id) do nothing returning tenant_id, id`.then((m) => { made.push(...m); }));
+          on conflict (tenant_id, webhook_id, outbox_id) do nothing returning tenant_id, id`.then((made) => {
+          if (!claim) return;
+          const byKey = new Map(rows.map((r) => [`${r.tenant_id}\0${r.id}`, r]));
+          for (const m of made) {
+            const r = byKey.get(`${m.tenant_id}\0${m.id}`)!;
+            claim.claimed.push({ tenant_id: r.tenant_id, id: r.id, attempt: 1, next_attempt_at: nowMs, trace_context: r.trace_context });
+          }
+        }));
       }
       // Same lock order in every relay (sorted keys), so two relays never deadlock on webhook rows.
       const triggered = new Map(rows.map((r) => [`${r.tenant_id}\0${r.webhook_id}`, r]));
@@ -76,25 +73,9 @@ export class CrossTenantDeliveries {
           where tenant_id = ${r.tenant_id} and id = ${r.webhook_id}`);
       }
       writes.push(tx`update event_outbox set dispatched_at = ${nowMs} where id = any(${events.map((e) => String(e.id))}::text[]::bigint[])`);
-      open = false;
-      const [, done] = await Promise.all([Promise.all(writes), tx`commit`.then((r) => r.command)]);
-      // COMMIT of a transaction that failed answers ROLLBACK (the write's own error was thrown above).
-      if (done !== 'COMMIT') throw new Error(`fan-out transaction ended with ${done}`);
-      // Claimed only once committed: the caller hands them to the queue or to its consumer.
-      if (claim) {
-        const byKey = new Map(rows.map((r) => [`${r.tenant_id}\0${r.id}`, r]));
-        for (const m of made) {
-          const r = byKey.get(`${m.tenant_id}\0${m.id}`)!;
-          claim.claimed.push({ tenant_id: r.tenant_id, id: r.id, attempt: 1, next_attempt_at: nowMs, trace_context: r.trace_context });
-        }
-      }
+      await Promise.all(writes);
       return events.length;
-    } catch (err) {
-      if (open) await tx`rollback`.catch(() => {});
-      throw err;
-    } finally {
-      tx.release();
-    }
+    }) as Promise<number>;
   }
 
   /**
