@@ -70,7 +70,7 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   // Fresh deliveries of this process's relay run here at once; retries and recovery stay on the queue (docs/decisions.md).
   let relay: OutboxRelay | undefined;
   const handoff = config.webhookFreshHandoff ? new FreshHandoff(
-    (item, claim) => runAttempt(ctx, item.tenant_id, item.id, item.attempt, null, claim),
+    (item, claim) => runAttempt(ctx, item.tenant_id, item.id, item.attempt, null, claim, item.fresh && { ...item.fresh, tombstoned: false }),
     new CrossTenantDeliveries(sql),
     {
       limit: 4 * config.webhookConcurrency, leaseMs: opts.handoffLeaseMs ?? 15_000,
@@ -134,9 +134,10 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], ctx: W
  * fresh delivery handed over by this process's relay (src/webhooks/handoff.ts), sent only while its
  * claim is still the one stored; everything after the send is the same as for a queue job's attempt.
  */
-async function runAttempt({ store, config, log, jobs, attempts, sends }: WebhookContext, tenantId: string, deliveryId: string, attempt: number, wait: ((dueAt: number) => Promise<void>) | null, held?: HeldClaim): Promise<string> {
-  // Each job names its tenant: the delivery is read and recorded by (tenant, delivery), in batches.
-  const loaded = await attempts.load({ tenantId, deliveryId });
+async function runAttempt({ store, config, log, jobs, attempts, sends }: WebhookContext, tenantId: string, deliveryId: string, attempt: number, wait: ((dueAt: number) => Promise<void>) | null, held?: HeldClaim, fresh?: LoadedAttempt): Promise<string> {
+  // Each job names its tenant: the delivery is read and recorded by (tenant, delivery), in batches. A
+  // delivery handed over fresh comes with the rows its fan-out wrote and read (its tenant was live then).
+  const loaded = fresh ?? await attempts.load({ tenantId, deliveryId });
   if (!loaded) return 'gone';
   const { delivery: d, webhook: w } = loaded;
   if (d.status !== 'pending' || d.attempt !== attempt) return 'stale';

@@ -1,18 +1,22 @@
 import type { Db, Sql } from '../sql.js';
 import { lockLiveTenants, TOMBSTONE_STATUSES } from '../store/tenants.js';
-import type { RequestBody, WebhookRow } from '../store/webhooks.js';
+import type { DeliveryRow, RequestBody, WebhookRow } from '../store/webhooks.js';
 
 /** An undispatched outbox row. */
 export interface OutboxEvent { id: number; tenant_id: string; event: string; data: Record<string, unknown>; occurred_at: number; trace_context: string | null }
 
-/** What the fan-out needs of an active webhook. */
-export type FanOutHook = Pick<WebhookRow, 'tenant_id' | 'id' | 'events' | 'filters' | 'max_retries'>;
+/** What the fan-out needs of an active webhook, and what an attempt of its new deliveries needs (handed over fresh). */
+export type FanOutHook = Pick<WebhookRow, 'tenant_id' | 'id' | 'events' | 'filters' | 'max_retries' | 'url' | 'status' | 'secret_enc' | 'headers' | 'timeout_s' | 'retry_interval_s'>;
 
 /** A delivery the fan-out decided on; it always carries the tenant of its event and webhook. */
 export interface NewDelivery { tenant_id: string; id: string; webhook_id: string; outbox_id: number; event: string; max_attempt: number; request_body: RequestBody; trace_context: string | null }
 
 /** A pending attempt, named by tenant and delivery: what one queue job carries. */
-export interface Unqueued { tenant_id: string; id: string; attempt: number; next_attempt_at: number; trace_context?: string | null }
+export interface Unqueued {
+  tenant_id: string; id: string; attempt: number; next_attempt_at: number; trace_context?: string | null;
+  /** On a fan-out's claims: the delivery as inserted and its webhook as read in that transaction (no need to load them again). */
+  fresh?: { delivery: DeliveryRow; webhook: FanOutHook };
+}
 
 /**
  * The background path of webhook delivery, for the outbox relay only: it works across tenants by
@@ -50,7 +54,8 @@ export class CrossTenantDeliveries {
       const tenantIds = [...new Set(events.map((e) => e.tenant_id))];
       const [live, active] = await Promise.all([
         lockLiveTenants(tx, tenantIds),
-        tx<FanOutHook[]>`select tenant_id, id, events, filters, max_retries from webhooks where tenant_id = any(${tenantIds}::text[]) and status = 'active'`,
+        tx<FanOutHook[]>`select tenant_id, id, events, filters, max_retries, url, status, secret_enc, headers, timeout_s, retry_interval_s
+          from webhooks where tenant_id = any(${tenantIds}::text[]) and status = 'active'`,
       ]);
       const hooks = active.filter((h) => live.has(h.tenant_id));
       const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs, queued_at: claim ? claim.mark ?? -nowMs : null }));
@@ -60,9 +65,13 @@ export class CrossTenantDeliveries {
           on conflict (tenant_id, webhook_id, outbox_id) do nothing returning tenant_id, id`.then((made) => {
           if (!claim) return;
           const byKey = new Map(rows.map((r) => [`${r.tenant_id}\0${r.id}`, r]));
+          const hookOf = new Map(hooks.map((h) => [`${h.tenant_id}\0${h.id}`, h]));
           for (const m of made) {
             const r = byKey.get(`${m.tenant_id}\0${m.id}`)!;
-            claim.claimed.push({ tenant_id: r.tenant_id, id: r.id, attempt: 1, next_attempt_at: nowMs, trace_context: r.trace_context });
+            const delivery: DeliveryRow = {
+              ...r, status: 'pending', response_status: null, response_time_ms: null, error: null, completed_at: null,
+            };
+            claim.claimed.push({ tenant_id: r.tenant_id, id: r.id, attempt: 1, next_attempt_at: nowMs, trace_context: r.trace_context, fresh: { delivery, webhook: hookOf.get(`${r.tenant_id}\0${r.webhook_id}`)! } });
           }
         }));
       }
