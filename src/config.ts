@@ -58,6 +58,8 @@ export interface Config {
   /** Interval of the BullMQ repeatable job that moves due approval requests and grants to expired. */
   readonly elevationSweepMs: number;
   readonly webhookConcurrency: number;
+  /** The webhook worker's relay hands fresh deliveries to its own consumer instead of a BullMQ job (docs/webhooks.md). */
+  readonly webhookFreshHandoff: boolean;
   readonly emailConcurrency: number;
   /** How often the jobs worker runs every plugin's health check (ms); a result is cached for three intervals. */
   readonly pluginHealthIntervalMs: number;
@@ -256,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', nodeEnv !== 'production'),
     elevationSweepMs: int('ELEVATION_SWEEP_MS', 15_000, 200, 3_600_000),
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 128, 1, 1000),
+    webhookFreshHandoff: bool('WEBHOOK_FRESH_HANDOFF', true),
     emailConcurrency: int('EMAIL_CONCURRENCY', 32, 1, 1000),
     pluginHealthIntervalMs: int('PLUGIN_HEALTH_INTERVAL_MS', 30_000, 100, 3_600_000),
     userJobLockMs: int('USER_JOB_LOCK_MS', 30_000, 1000, 600_000),

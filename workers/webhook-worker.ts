@@ -10,6 +10,7 @@ import { WebhookRepository } from '../src/store/webhooks.js';
 import { CrossTenantAttempts, type AttemptKey, type AttemptRecord, type LoadedAttempt } from '../src/cross-tenant/webhook-attempts.js';
 import { Batcher } from '../src/webhooks/batcher.js';
 import { SendSlots } from '../src/webhooks/send-slots.js';
+import { FreshHandoff, type HeldClaim } from '../src/webhooks/handoff.js';
 import { deliveryHeaders } from '../src/webhooks/message.js';
 import { deliveryJobId } from '../src/webhooks/queue.js';
 import type { SchemaTypes } from '../src/generated/types.js';
@@ -24,7 +25,7 @@ import { configureFieldSealing } from '../src/sealed-fields.js';
 import { annotate, continueTrace } from '../src/tracing/tracer.js';
 import { startTracing } from '../src/tracing/start.js';
 import { countWebhookDelivery, trackOutbox } from '../src/metrics.js';
-import { outboxBacklog } from '../src/cross-tenant/webhook-deliveries.js';
+import { CrossTenantDeliveries, outboxBacklog } from '../src/cross-tenant/webhook-deliveries.js';
 
 export interface RunningWebhookWorker {
   close(): Promise<void>;
@@ -57,16 +58,28 @@ export function attemptBatches(sql: Sql, asyncSql: Sql): AttemptBatches {
  * The webhook worker process: the outbox relay plus the consumer of delivery attempts (src/jobs/table.ts,
  * `webhook-delivery`, concurrency WEBHOOK_CONCURRENCY). Started by the supervisor for role `webhook-worker`.
  */
-export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions; schedules?: boolean } = {}): Promise<RunningWebhookWorker> {
+export async function startWebhookWorker(config: Config, log: Logger, opts: { relay?: RelayOptions; schedules?: boolean; handoffLeaseMs?: number } = {}): Promise<RunningWebhookWorker> {
   const tracing = config.tracing ? startTracing(config.tracing, 'webhook-worker') : null;
   const sql = createSql(config);
   // queued_at marks only (relay and retries): lost in a Postgres crash, they are derived again (docs/webhooks.md).
   const asyncSql = createSql(config, { max: 2, asyncCommit: true });
   configureFieldSealing(config.keyEncryptionKey);
   const jobs = new JobQueues(config);
-  const relay = new OutboxRelay(sql, jobs, config.redisPrefix, log, opts.relay, asyncSql);
   const store = new Store(sql, PiiVault.fromConfig(config, sql));
-  const consumers = await startConsumers('webhook-worker', { store, config, log, jobs, attempts: attemptBatches(sql, asyncSql), sends: new SendSlots(config.webhookConcurrency) }, { config, log, jobs, schedules: opts.schedules });
+  const ctx: WebhookContext = { store, config, log, jobs, attempts: attemptBatches(sql, asyncSql), sends: new SendSlots(config.webhookConcurrency) };
+  // Fresh deliveries of this process's relay run here at once; retries and recovery stay on the queue (docs/decisions.md).
+  let relay: OutboxRelay | undefined;
+  const handoff = config.webhookFreshHandoff ? new FreshHandoff(
+    (item, claim) => runAttempt(ctx, item.tenant_id, item.id, item.attempt, null, claim, item.fresh && { ...item.fresh, tombstoned: false }),
+    new CrossTenantDeliveries(sql),
+    {
+      limit: 4 * config.webhookConcurrency, leaseMs: opts.handoffLeaseMs ?? 15_000,
+      released: () => relay?.kick(),
+      failed: (err) => log.warn({ err: (err as Error).message }, 'handed-off delivery failed; its lease will run out and the queue retries it'),
+    },
+  ) : undefined;
+  relay = new OutboxRelay(sql, jobs, config.redisPrefix, log, { ...opts.relay, handoff }, asyncSql);
+  const consumers = await startConsumers('webhook-worker', ctx, { config, log, jobs, schedules: opts.schedules });
   await relay.start();
   // The outbox's backlog, read at scrape time by the process that relays it (svc_outbox_pending, svc_outbox_lag_seconds).
   const untrackOutbox = trackOutbox(() => outboxBacklog(sql));
@@ -74,7 +87,9 @@ export async function startWebhookWorker(config: Config, log: Logger, opts: { re
   return {
     close: () => (closing ??= (async () => {
       untrackOutbox();
-      await relay.close();
+      // First the handoff: what it holds unsent goes back to the queue through this relay, still running.
+      await handoff?.close();
+      await relay!.close();
       // Lets in-flight attempts finish (each bounded by its webhook timeout) before closing.
       await consumers.close();
       await jobs.close();
@@ -115,14 +130,19 @@ export async function deliver(data: SchemaTypes['jobs.webhook-delivery'], ctx: W
 
 /**
  * One attempt of one delivery. Idempotent: an attempt that is no longer current does nothing.
- * `wait`: what to do when the attempt is not due yet (null: send anyway).
+ * `wait`: what to do when the attempt is not due yet (null: send anyway). `held`: the attempt of a
+ * fresh delivery handed over by this process's relay (src/webhooks/handoff.ts), sent only while its
+ * claim is still the one stored; everything after the send is the same as for a queue job's attempt.
  */
-async function runAttempt({ store, config, log, jobs, attempts, sends }: WebhookContext, tenantId: string, deliveryId: string, attempt: number, wait: ((dueAt: number) => Promise<void>) | null): Promise<string> {
-  // Each job names its tenant: the delivery is read and recorded by (tenant, delivery), in batches.
-  const loaded = await attempts.load({ tenantId, deliveryId });
+async function runAttempt({ store, config, log, jobs, attempts, sends }: WebhookContext, tenantId: string, deliveryId: string, attempt: number, wait: ((dueAt: number) => Promise<void>) | null, held?: HeldClaim, fresh?: LoadedAttempt): Promise<string> {
+  // Each job names its tenant: the delivery is read and recorded by (tenant, delivery), in batches. A
+  // delivery handed over fresh comes with the rows its fan-out wrote and read (its tenant was live then).
+  const loaded = fresh ?? await attempts.load({ tenantId, deliveryId });
   if (!loaded) return 'gone';
   const { delivery: d, webhook: w } = loaded;
   if (d.status !== 'pending' || d.attempt !== attempt) return 'stale';
+  // Given back (the process is closing) or released since: the queue has it now.
+  if (held && Number(d.queued_at) !== held.mark) return 'released';
   // Nothing more is sent for a tenant being deleted.
   if (loaded.tombstoned) return 'gone';
   if (w.status !== 'active') {
@@ -134,7 +154,8 @@ async function runAttempt({ store, config, log, jobs, attempts, sends }: Webhook
   const body = JSON.stringify({ event: d.request_body.event, timestamp: d.request_body.timestamp, data: openFields(d.tenant_id, d.request_body.data) });
   const secret = webhookSecret(w, config.keyEncryptionKey);
   // The delivery continues the trace of the request that caused its event, and passes it on (W3C traceparent).
-  const { r, startedAt } = await sends.run(() => {
+  const sent = await sends.run(() => {
+    if (held && !held.begin()) return Promise.resolve(null);
     // Signed when it leaves (X-Svc-Timestamp is the send time), not while waiting for a slot.
     const headers = deliveryHeaders({ secret, event: d.event, deliveryId, body, custom: w.headers });
     const startedAt = Date.now();
@@ -145,6 +166,8 @@ async function runAttempt({ store, config, log, jobs, attempts, sends }: Webhook
         return { r: res, startedAt };
       });
   });
+  if (!sent) return 'released';
+  const { r, startedAt } = sent;
   const completedAt = Date.now();
   countWebhookDelivery(r.ok, r.status);
   const nextAttemptAt = !r.ok && attempt < d.max_attempt ? completedAt + backoffMs(attempt, w.retry_interval_s) : null;

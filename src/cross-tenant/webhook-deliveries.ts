@@ -1,18 +1,22 @@
 import type { Db, Sql } from '../sql.js';
 import { lockLiveTenants, TOMBSTONE_STATUSES } from '../store/tenants.js';
-import type { RequestBody, WebhookRow } from '../store/webhooks.js';
+import type { DeliveryRow, RequestBody, WebhookRow } from '../store/webhooks.js';
 
 /** An undispatched outbox row. */
 export interface OutboxEvent { id: number; tenant_id: string; event: string; data: Record<string, unknown>; occurred_at: number; trace_context: string | null }
 
-/** What the fan-out needs of an active webhook. */
-export type FanOutHook = Pick<WebhookRow, 'tenant_id' | 'id' | 'events' | 'filters' | 'max_retries'>;
+/** What the fan-out needs of an active webhook, and what an attempt of its new deliveries needs (handed over fresh). */
+export type FanOutHook = Pick<WebhookRow, 'tenant_id' | 'id' | 'events' | 'filters' | 'max_retries' | 'url' | 'status' | 'secret_enc' | 'headers' | 'timeout_s' | 'retry_interval_s'>;
 
 /** A delivery the fan-out decided on; it always carries the tenant of its event and webhook. */
 export interface NewDelivery { tenant_id: string; id: string; webhook_id: string; outbox_id: number; event: string; max_attempt: number; request_body: RequestBody; trace_context: string | null }
 
 /** A pending attempt, named by tenant and delivery: what one queue job carries. */
-export interface Unqueued { tenant_id: string; id: string; attempt: number; next_attempt_at: number; trace_context?: string | null }
+export interface Unqueued {
+  tenant_id: string; id: string; attempt: number; next_attempt_at: number; trace_context?: string | null;
+  /** On a fan-out's claims: the delivery as inserted and its webhook as read in that transaction (no need to load them again). */
+  fresh?: { delivery: DeliveryRow; webhook: FanOutHook };
+}
 
 /**
  * The background path of webhook delivery, for the outbox relay only: it works across tenants by
@@ -35,8 +39,10 @@ export class CrossTenantDeliveries {
    * their jobs at once and then confirmClaim (or releaseClaim if the add failed): an event's delivery
    * goes to the queue without another transaction (issue 35: event-to-receipt latency). A relay that
    * dies before confirming leaves them negative; releaseLostClaims hands them back after a while.
+   * `claim.mark` (default -nowMs) is the value stored: a relay handing the deliveries to its own
+   * consumer stores minus the end of their lease instead (src/webhooks/handoff.ts).
    */
-  fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[], claim?: { claimed: Unqueued[] }): Promise<number> {
+  fanOut(batch: number, nowMs: number, plan: (events: OutboxEvent[], hooks: FanOutHook[]) => NewDelivery[], claim?: { claimed: Unqueued[]; mark?: number }): Promise<number> {
     return this.sql.begin(async (tx) => {
       const events = await tx<OutboxEvent[]>`
         select id, tenant_id, event, data, occurred_at, trace_context from event_outbox
@@ -48,19 +54,24 @@ export class CrossTenantDeliveries {
       const tenantIds = [...new Set(events.map((e) => e.tenant_id))];
       const [live, active] = await Promise.all([
         lockLiveTenants(tx, tenantIds),
-        tx<FanOutHook[]>`select tenant_id, id, events, filters, max_retries from webhooks where tenant_id = any(${tenantIds}::text[]) and status = 'active'`,
+        tx<FanOutHook[]>`select tenant_id, id, events, filters, max_retries, url, status, secret_enc, headers, timeout_s, retry_interval_s
+          from webhooks where tenant_id = any(${tenantIds}::text[]) and status = 'active'`,
       ]);
       const hooks = active.filter((h) => live.has(h.tenant_id));
-      const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs, queued_at: claim ? -nowMs : null }));
+      const rows = plan(events, hooks).map((d) => ({ ...d, status: 'pending', attempt: 1, triggered_at: nowMs, next_attempt_at: nowMs, queued_at: claim ? claim.mark ?? -nowMs : null }));
       const writes: Array<Promise<unknown>> = [];
       for (let i = 0; i < rows.length; i += 1000) {
         writes.push(tx<Array<{ tenant_id: string; id: string }>>`insert into webhook_deliveries ${tx(rows.slice(i, i + 1000) as never, 'tenant_id', 'id', 'webhook_id', 'outbox_id', 'event', 'status', 'attempt', 'max_attempt', 'request_body', 'triggered_at', 'next_attempt_at', 'trace_context', 'queued_at')}
           on conflict (tenant_id, webhook_id, outbox_id) do nothing returning tenant_id, id`.then((made) => {
           if (!claim) return;
           const byKey = new Map(rows.map((r) => [`${r.tenant_id}\0${r.id}`, r]));
+          const hookOf = new Map(hooks.map((h) => [`${h.tenant_id}\0${h.id}`, h]));
           for (const m of made) {
             const r = byKey.get(`${m.tenant_id}\0${m.id}`)!;
-            claim.claimed.push({ tenant_id: r.tenant_id, id: r.id, attempt: 1, next_attempt_at: nowMs, trace_context: r.trace_context });
+            const delivery: DeliveryRow = {
+              ...r, status: 'pending', response_status: null, response_time_ms: null, error: null, completed_at: null,
+            };
+            claim.claimed.push({ tenant_id: r.tenant_id, id: r.id, attempt: 1, next_attempt_at: nowMs, trace_context: r.trace_context, fresh: { delivery, webhook: hookOf.get(`${r.tenant_id}\0${r.webhook_id}`)! } });
           }
         }));
       }
@@ -128,23 +139,53 @@ export class CrossTenantDeliveries {
       where d.tenant_id = u.tenant_id and d.id = u.id and d.queued_at = ${-claimedAt}`;
   }
 
-  /** Claims a relay took in a fan-out and never confirmed (it died) before `beforeMs`: unqueued again. */
+  /**
+   * Deliveries held by this process's consumer (src/webhooks/handoff.ts) under the claim `mark`
+   * each: their leases are moved to `newMark`. Answers the keys ("tenant\0id") of those renewed; one
+   * whose claim changed meanwhile (recorded, or released) is left alone.
+   */
+  async renewHeld(items: Array<{ tenant_id: string; id: string; mark: number }>, newMark: number): Promise<Set<string>> {
+    if (!items.length) return new Set();
+    const rows = await this.sql<Array<{ tenant_id: string; id: string }>>`update webhook_deliveries d set queued_at = ${newMark}
+      from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => String(i.mark))}::text[]::bigint[]) as u(tenant_id, id, mark)
+      where d.tenant_id = u.tenant_id and d.id = u.id and d.queued_at = u.mark returning d.tenant_id, d.id`;
+    return new Set(rows.map((r) => `${r.tenant_id}\0${r.id}`));
+  }
+
+  /** Held deliveries given back unsent (the process is closing): unqueued again, for claimUnqueued, if still under `mark`. */
+  async releaseHeld(items: Array<{ tenant_id: string; id: string; mark: number }>): Promise<void> {
+    if (!items.length) return;
+    await this.sql`update webhook_deliveries d set queued_at = null
+      from unnest(${items.map((i) => i.tenant_id)}::text[], ${items.map((i) => i.id)}::text[], ${items.map((i) => String(i.mark))}::text[]::bigint[]) as u(tenant_id, id, mark)
+      where d.tenant_id = u.tenant_id and d.id = u.id and d.queued_at = u.mark`;
+  }
+
+  /**
+   * Claims taken in a fan-out and never confirmed (the relay died) before `beforeMs`, and leases of
+   * held deliveries that ended before `beforeMs` (their process died): unqueued again.
+   */
   async releaseLostClaims(beforeMs: number): Promise<number> {
     const r = await this.sql`update webhook_deliveries set queued_at = null where status = 'pending' and queued_at < 0 and queued_at > ${-beforeMs}`;
     return r.count;
   }
 
-  /** After the queue's Redis lost its data: every pending delivery must be enqueued again. */
-  async resetQueued(): Promise<number> {
-    const r = await this.sql`update webhook_deliveries set queued_at = null where status = 'pending' and queued_at is not null`;
+  /**
+   * After the queue's Redis lost its data: every pending delivery must be enqueued again, except those
+   * a consumer holds under a lease still running (queued_at < -nowMs: they never were in the queue).
+   */
+  async resetQueued(nowMs: number): Promise<number> {
+    const r = await this.sql`update webhook_deliveries set queued_at = null where status = 'pending' and queued_at is not null and queued_at >= ${-nowMs}`;
     return r.count;
   }
 
-  /** Pending attempts due before `beforeMs` and marked queued: candidates for a per-job existence check. */
+  /**
+   * Pending attempts due before `beforeMs` and marked queued: candidates for a per-job existence check
+   * (claims, negative, have no job yet: releaseLostClaims looks after them).
+   */
   overdue(beforeMs: number, limit: number): Promise<Unqueued[]> {
     return this.sql<Unqueued[]>`
       select tenant_id, id, attempt, next_attempt_at from webhook_deliveries
-      where status = 'pending' and queued_at is not null and next_attempt_at < ${beforeMs} order by next_attempt_at limit ${limit}`;
+      where status = 'pending' and queued_at > 0 and next_attempt_at < ${beforeMs} order by next_attempt_at limit ${limit}`;
   }
 }
 

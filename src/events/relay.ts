@@ -20,7 +20,7 @@ export interface RelayOptions {
   overdueGraceMs?: number;
   /** Most due attempts of one tenant in one queue job (issue 35: BullMQ's per-job scripts paid per batch, not per attempt). */
   jobBatch?: number;
-  /** After how long a fan-out's claim that was never confirmed (its relay died) is released. */
+  /** After how long a fan-out's claim that was never confirmed (its relay died), or a lease that ended, is released. */
   claimGraceMs?: number;
   /**
    * Least time between two enqueue passes woken by fan-outs. Each NOTIFY (one per committed login)
@@ -28,6 +28,18 @@ export interface RelayOptions {
    * found nothing: the pass now runs at most once per this gap (retries and manual retries wait ≤ it).
    */
   enqueueGapMs?: number;
+  /**
+   * This process's consumer of fresh deliveries (src/webhooks/handoff.ts): while it has room, a
+   * fan-out's new deliveries go to it under a lease instead of into a queue job.
+   */
+  handoff?: FreshHandoffPort | undefined;
+}
+
+/** What the relay needs of the in-process consumer of fresh deliveries. */
+export interface FreshHandoffPort {
+  room(): number;
+  readonly leaseMs: number;
+  take(items: Unqueued[], mark: number): void;
 }
 
 /**
@@ -46,6 +58,9 @@ export interface RelayOptions {
  *    which BullMQ ignores; should they differ (other attempts became due meanwhile), an attempt can sit in
  *    two jobs, and the consumer skips whichever finds it already recorded (at least once, docs/webhooks.md).
  * If the queue's Redis loses its data (sentinel key gone), every pending delivery is enqueued again.
+ * With a `handoff` (the webhook worker's own consumer, src/webhooks/handoff.ts), step 1's new
+ * deliveries go to it instead of the queue while it has room, claimed under a lease; step 2 and the
+ * recovery of ended leases still go through the queue.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -57,7 +72,8 @@ export class OutboxRelay {
   private lastOverdue = 0;
   private lastEnqueue = 0;
   private enqueueTimer: NodeJS.Timeout | undefined;
-  private readonly opts: Required<RelayOptions>;
+  private readonly opts: Required<Omit<RelayOptions, 'handoff'>>;
+  private readonly handoff: FreshHandoffPort | undefined;
   private readonly sentinelKey: string;
   /** The relay serves every tenant of its database: it reads and writes through the cross-tenant path only. */
   private readonly deliveries: CrossTenantDeliveries;
@@ -74,7 +90,9 @@ export class OutboxRelay {
   constructor(private readonly sql: Sql, private readonly jobs: JobQueues, redisPrefix: string, private readonly log: Logger, opts: RelayOptions = {}, markSql: Sql = sql) {
     this.deliveries = new CrossTenantDeliveries(sql);
     this.marks = new CrossTenantDeliveries(markSql);
-    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, jobBatch: 50, claimGraceMs: 10_000, enqueueGapMs: 100, ...opts };
+    const { handoff, ...rest } = opts;
+    this.handoff = handoff;
+    this.opts = { pollMs: 1000, batch: 500, sentinelEveryMs: 5000, overdueEveryMs: 30_000, overdueGraceMs: 120_000, jobBatch: 50, claimGraceMs: 10_000, enqueueGapMs: 100, ...rest };
     this.sentinelKey = queueKeys.relaySentinel({ redisPrefix });
     const failed = (err: unknown) => this.log.warn({ err: (err as Error).message }, 'relay pass failed; will retry');
     const stopped = () => this.stopped;
@@ -130,10 +148,19 @@ export class OutboxRelay {
       this.lastSentinel = now;
     }
     for (;;) {
-      const claim = { claimed: [] as Unqueued[] };
+      // While this process's consumer has room, the new deliveries go to it under a lease (no queue
+      // round trip: issue 35, event-to-receipt latency); a fan-out is then cut to that room.
+      const room = this.handoff?.room() ?? 0;
+      const limit = room > 0 ? Math.min(this.opts.batch, room) : this.opts.batch;
       const claimedAt = Date.now();
-      const n = await this.deliveries.fanOut(this.opts.batch, claimedAt, planDeliveries, claim);
-      if (claim.claimed.length) {
+      const claim = { claimed: [] as Unqueued[], mark: room > 0 ? -(claimedAt + this.handoff!.leaseMs) : -claimedAt };
+      const n = await this.deliveries.fanOut(limit, claimedAt, planDeliveries, claim);
+      if (claim.claimed.length && room > 0) {
+        // The relay's part of a traced change's trace, as when it adds a job (the delivery continues it).
+        const spans = tracingOn ? claim.claimed.map((i) => spanUnder(i.trace_context, 'outbox relay', { 'svc.tenant_id': i.tenant_id, 'svc.attempt': i.attempt, 'messaging.batch.message_count': claim.claimed.length, 'svc.handoff': true })) : [];
+        this.handoff!.take(claim.claimed, claim.mark);
+        for (const s of spans) s?.end();
+      } else if (claim.claimed.length) {
         let jobIds: Map<string, string>;
         try {
           jobIds = await this.enqueue(claim.claimed);
@@ -148,7 +175,7 @@ export class OutboxRelay {
           for (const id of new Set(gone.map((g) => jobIds.get(g.id)!))) await queue.remove(id).catch(() => 0);
         }
       }
-      if (n < this.opts.batch || this.stopped) break;
+      if (n < limit || this.stopped) break;
     }
   }
 
@@ -162,7 +189,7 @@ export class OutboxRelay {
     if (now - this.lastOverdue >= this.opts.overdueEveryMs) {
       // Fan-out claims never confirmed (their relay died between its commit and its add, or before confirming).
       const lost = await this.deliveries.releaseLostClaims(now - this.opts.claimGraceMs);
-      if (lost) { this.log.warn({ deliveries: lost }, 'unconfirmed fan-out claims released: re-enqueueing'); await this.marks.claimUnqueued(this.opts.batch, async (taken) => { await this.enqueue(taken); }); }
+      if (lost) { this.log.warn({ deliveries: lost }, 'unconfirmed fan-out claims or ended leases released: re-enqueueing'); await this.marks.claimUnqueued(this.opts.batch, async (taken) => { await this.enqueue(taken); }); }
       await this.checkOverdue();
       this.lastOverdue = now;
     }
@@ -215,7 +242,7 @@ export class OutboxRelay {
     const client = this.jobs.connection;
     if (await client.exists(this.sentinelKey)) return;
     // First start, or the queue's Redis lost its data: Postgres still holds every pending delivery.
-    const n = await this.deliveries.resetQueued();
+    const n = await this.deliveries.resetQueued(Date.now());
     if (n) this.log.warn({ deliveries: n }, 'queue sentinel missing: re-enqueueing every pending delivery');
     await client.set(this.sentinelKey, String(Date.now()));
   }

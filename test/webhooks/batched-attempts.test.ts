@@ -169,7 +169,8 @@ t.test('a worker killed mid-way through a batch job: the attempts it recorded ar
   t.teardown(async () => { await rxA.close(); await rxB.close(); });
   await addWebhook(sql, config, tenant, { url: rxA.url, events: ['user.created'] });
   await addWebhook(sql, config, tenant, { url: rxB.url, events: ['user.created'] });
-  const env = { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CONCURRENCY: '32', REDIS_PREFIX: config.redisPrefix, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl };
+  // The queue path of fresh deliveries (the worker's in-process handoff off): one batch job per tenant.
+  const env = { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_FRESH_HANDOFF: 'false', WEBHOOK_CONCURRENCY: '32', REDIS_PREFIX: config.redisPrefix, DATABASE_URL: config.databaseUrl, REDIS_URL: config.redisUrl };
   const jobQueues = new JobQueues(config);
   t.teardown(() => jobQueues.close());
   const queue = await jobQueues.queue('webhooks');
