@@ -31,7 +31,7 @@ export interface Deps {
   /** The process's usage meter and quota admission (src/logging/wiring.ts). */
   logGovernance?: Governance;
   /**
-   * Set only on a sampled request's view of these deps (src/tracing/request-deps.ts): its trace, for
+   * Set only on a sampled request's view of these deps (src/request-deps.ts): its trace, for
    * the services that take it explicitly (signing pool, revocation reads, job adds).
    */
   trace?: Context;

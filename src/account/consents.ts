@@ -1,4 +1,4 @@
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 import type { Deps } from '../deps.js';
 import type { Route } from '../http/types.js';
 import { userBearer } from '../login/bearer.js';

@@ -8,7 +8,7 @@ import type { AuditSeverity } from '../store/audit-log.js';
 import type { TxSql } from '../sql.js';
 import type { TenantMode } from './checks/resolve-tenant.js';
 import { adminContext } from './context.js';
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 import { assertDeclared, declareEvents, type DeclaredEvents, type PendingEvent } from '../events/declare.js';
 import type { EventName } from '../events/names.js';
 import type { AdminContext } from './types.js';

@@ -1,4 +1,4 @@
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 import { tenantServing } from '../tenants/settings-cache.js';
 import { hasPermission } from '../admin-access.js';
 import type { Deps } from '../deps.js';

@@ -22,7 +22,7 @@ export class HttpRequest {
   queryData: unknown = undefined;
   /** The request's server span, only while tracing is on (src/tracing/http.ts). */
   span: Span | undefined = undefined;
-  /** A sampled request's view of the deps (src/tracing/request-deps.ts), made on first use. */
+  /** A sampled request's view of the deps (src/request-deps.ts), made on first use. */
   traced: Deps | undefined = undefined;
   /** The tenant class once the request's tenant is known (src/metrics.ts TENANT_CLASSES; 0 = unknown). */
   tenantClass = 0;

@@ -20,7 +20,7 @@ import { loginUser, recordLoginFailure } from './users.js';
 import { emailHash } from './keys.js';
 import { loginKeys } from '../store/redis-keys.js';
 import { countHits, recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 

@@ -11,7 +11,7 @@ import { mailKey, seal } from './seal.js';
 export class MailQueue {
   private readonly key: Buffer;
 
-  /** `trace`: a sampled request's context, which its jobs carry (src/tracing/request-deps.ts). */
+  /** `trace`: a sampled request's context, which its jobs carry (src/request-deps.ts). */
   constructor(private readonly jobs: JobQueues, keyEncryptionKey: Buffer, private readonly trace?: Context) {
     this.key = mailKey(keyEncryptionKey);
   }

@@ -1,4 +1,4 @@
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 import type { Deps } from '../deps.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';

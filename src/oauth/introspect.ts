@@ -12,7 +12,7 @@ import { revocationSubject } from '../tokens/revocation.js';
 import { findRefreshToken, looksLikeRefreshToken } from '../tokens/refresh-tokens.js';
 import { NO_STORE, type Form } from './params.js';
 import { cacheCounters } from '../metrics.js';
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 
 const INACTIVE = '{"active":false}';
 const INTROSPECTION_JWT = 'application/token-introspection+jwt';

@@ -1,4 +1,4 @@
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 import type { Client } from '../clients/model.js';
 import type { Deps } from '../deps.js';
 import { InvalidRequest } from '../errors.js';

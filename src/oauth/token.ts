@@ -10,7 +10,7 @@ import { authenticateClient, claimedClientId, clientAuthContext, failureBudgetKe
 import { CLIENT_AUTH_PARAMS, type Grant } from './grants/grant.js';
 import { grants } from './grants/index.js';
 import { NO_STORE, type Form } from './params.js';
-import { depsFor } from '../tracing/request-deps.js';
+import { depsFor } from '../request-deps.js';
 
 /** The named parameters of the request, and only those: what the token endpoint (and /par) passes on. */
 export function pick<F extends object>(form: F, names: readonly (keyof F & string)[]): Form {

@@ -17,7 +17,7 @@ export function inServerSpan(req: TracedRequest, routeTemplate: string, fn: () =
   // Not sampled: no context to carry, so no child span, annotation or log ids are made for it and the
   // request runs as an untraced one (at a 1% ratio that is 99 requests in 100).
   if (!span.isRecording()) return fn();
-  // Sampled: the span goes with the request; handlers take their deps with depsFor (request-deps.ts),
+  // Sampled: the span goes with the request; handlers take their deps with depsFor (src/request-deps.ts),
   // whose clients make their spans under it. No context is made active: nothing would carry it past
   // the handler's first await (sync-context.ts).
   req.span = span;

@@ -25,7 +25,7 @@ function statementSpan(strings: TemplateStringsArray, parent: Context | undefine
  */
 export const traceStatement: StatementHook = (strings) => (hasActiveSpan() ? statementSpan(strings, undefined) : undefined);
 
-/** The same span for every statement of a client view made for one sampled request (src/tracing/request-deps.ts). */
+/** The same span for every statement of a client view made for one sampled request (src/request-deps.ts). */
 export function statementsUnder(parent: Context): StatementHook {
   return (strings) => statementSpan(strings, parent);
 }

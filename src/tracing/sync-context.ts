@@ -7,7 +7,7 @@ import { ROOT_CONTEXT, type Context, type ContextManager } from '@opentelemetry/
  * of its life (V8's promise-hook protector is one-way: +19% CPU per introspection at 1% sampling,
  * perf/RESULTS.md run 82), so a sampled request carries its context explicitly instead: its server
  * span is on the request, and the clients it uses are views that make their spans under it
- * (src/tracing/request-deps.ts). Library code that reads the active context synchronously (BullMQ's
+ * (src/request-deps.ts). Library code that reads the active context synchronously (BullMQ's
  * producer telemetry) is run inside `with`.
  */
 export class SyncContextManager implements ContextManager {

@@ -1,10 +1,10 @@
 import { ROOT_CONTEXT } from '@opentelemetry/api';
-import type { Deps } from '../deps.js';
-import type { HttpRequest } from '../http/request.js';
-import { Store } from '../store/index.js';
-import type { Sql } from '../sql.js';
-import { trace } from './tracer.js';
-import { redisUnder, sqlUnder } from './under.js';
+import type { Deps } from './deps.js';
+import type { HttpRequest } from './http/request.js';
+import { Store } from './store/index.js';
+import type { Sql } from './sql.js';
+import { trace } from './tracing/tracer.js';
+import { redisUnder, sqlUnder } from './tracing/under.js';
 
 /**
  * The deps a request's handler works with: the process's own, or for a sampled request (one with a
