@@ -90,11 +90,15 @@ t.test('deliveries made in batches by the worker: each delivery has one attempt,
   const rx = await startReceiver((r) => (Number(JSON.parse(r.body).data.user_id.slice(1)) % 2 ? { status: 503 } : { status: 200 }));
   t.teardown(() => rx.close());
   const hook = await addWebhook(sql, config, tenant, { url: rx.url, events: ['auth.login'], retry_policy: { max_retries: 0, retry_interval: 1 } });
-  const worker = await startWebhookWorker(config, createLogger('silent'), { relay: { pollMs: 100 } });
+  // The suite shares one database, so another file's worker may fan these events out and queue them
+  // under its own queue names, or hold them under a lease, before it stops or is killed: the overdue
+  // check finds such deliveries (not in this worker's queue) after 3 s instead of 2 min, and an ended
+  // lease is released after 1 s; in production every worker shares one queue.
+  const worker = await startWebhookWorker(config, createLogger('silent'), { relay: { pollMs: 100, overdueEveryMs: 1000, overdueGraceMs: 3000, claimGraceMs: 1000 } });
   t.teardown(() => worker.close());
   await sql.begin((tx) => recordEvents(tx, Array.from({ length: 60 }, (_, i) => ({ tenantId: tenant, event: 'auth.login' as const, data: { user_id: `u${i}` } }))));
   await waitFor(async () => (await sql`select 1 from webhook_deliveries where tenant_id = ${tenant} and status = 'pending'`).length === 0
-    && (await sql`select 1 from webhook_deliveries where tenant_id = ${tenant}`).length === 60, 30_000);
+    && (await sql`select 1 from webhook_deliveries where tenant_id = ${tenant}`).length === 60, 60_000);
   const got = await sql<Array<{ user: string; status: string; attempts: number; attempt_status: string; response_status: number }>>`
     select d.request_body->'data'->>'user_id' as user, d.status, count(a.*)::int as attempts, min(a.status) as attempt_status, min(a.response_status) as response_status
     from webhook_deliveries d left join webhook_delivery_attempts a on a.tenant_id = d.tenant_id and a.delivery_id = d.id
