@@ -3,6 +3,7 @@ import type { Deps } from './deps.js';
 import type { HttpRequest } from './http/request.js';
 import { Store } from './store/index.js';
 import type { Sql } from './sql.js';
+import { spanIds } from './tracing/http.js';
 import { trace } from './tracing/tracer.js';
 import { redisUnder, sqlUnder } from './tracing/under.js';
 
@@ -20,13 +21,12 @@ export function depsFor(deps: Deps, req: HttpRequest): Deps {
 
 function traced(deps: Deps, ctx: NonNullable<Deps['trace']>): Deps {
   const sql = sqlUnder(deps.sql, ctx) as Sql;
-  const sc = trace.getSpan(ctx)!.spanContext();
   return {
     ...deps,
     trace: ctx,
     sql,
     redis: redisUnder(deps.redis, ctx),
     store: new Store(sql, deps.store.pii, deps.store.replica),
-    log: deps.log.child({ trace_id: sc.traceId, span_id: sc.spanId }),
+    log: deps.log.child(spanIds(trace.getSpan(ctx))),
   };
 }

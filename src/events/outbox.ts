@@ -1,7 +1,7 @@
 import { insertLogRecords } from '../store/log-archive.js';
 import type { Sql, TxSql } from '../sql.js';
-import { currentTraceparent, tracingOn } from '../tracing/tracer.js';
-import { traceOf, traceparentOf } from '../tracing/under.js';
+import { currentTraceparent, traceparentOf, tracingOn } from '../tracing/tracer.js';
+import { traceOf } from '../tracing/under.js';
 import { isEventName, type EventName } from './names.js';
 import { sealFields } from '../sealed-fields.js';
 

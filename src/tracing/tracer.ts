@@ -91,8 +91,12 @@ export async function inSpan<T>(name: string, attrs: Attributes, fn: () => Promi
 
 /** The active span's W3C traceparent when it is sampled (what an outbox row keeps for its deliveries), else null. */
 export function currentTraceparent(): string | null {
-  if (!tracingOn) return null;
-  const sc = trace.getActiveSpan()?.spanContext();
+  return tracingOn ? traceparentOf(context.active()) : null;
+}
+
+/** The W3C traceparent of a context's span when it is sampled (what an outbox row keeps), else null. */
+export function traceparentOf(ctx: Context): string | null {
+  const sc = trace.getSpan(ctx)?.spanContext();
   return sc && (sc.traceFlags & 1) === 1 ? `00-${sc.traceId}-${sc.spanId}-01` : null;
 }
 

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { hookStatements } from '../sql-statements.js';
 import { statementsUnder } from './sql.js';
 import { redisSpan } from './redis.js';
-import { endWithError, trace, type Context, type Span } from './tracer.js';
+import { endWithError, type Context, type Span } from './tracer.js';
 
 /**
  * Client views for one sampled request of the HTTP process, where nothing carries a context across
@@ -64,10 +64,4 @@ export function sqlUnder<S extends object>(sql: S, parent: Context): S {
 /** The trace a client view (or a transaction of one) was made for; undefined for the clients themselves. */
 export function traceOf(db: object): Context | undefined {
   return (db as { [TRACE]?: Context })[TRACE];
-}
-
-/** The W3C traceparent of a context's span when it is sampled (what an outbox row keeps), else null. */
-export function traceparentOf(ctx: Context): string | null {
-  const sc = trace.getSpan(ctx)?.spanContext();
-  return sc && (sc.traceFlags & 1) === 1 ? `00-${sc.traceId}-${sc.spanId}-01` : null;
 }
