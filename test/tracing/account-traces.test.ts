@@ -143,7 +143,7 @@ t.test('passkey registration options are one trace with the user\'s passkeys (Po
   t.ok(got.trace.some((s) => s.name === 'redis SET' && got.server && descends(got.trace, s, got.server.spanId)), 'the challenge write is under the request');
 });
 
-t.test('the device verification page: the entry form, then a typed code, each its own trace with its Redis work under it', async (t) => {
+t.test('the device verification page: the entry form, a typed code and the decision, each its own trace with its Redis and Postgres work under it', async (t) => {
   const call = api(srv, await adminToken(srv, { tenantId, permissions: ['admin:*'] }));
   const created = await call('POST', '/api/admin/clients', {
     name: 'Traced TV', token_endpoint_auth_method: 'none', grant_types: ['urn:ietf:params:oauth:grant-type:device_code'], scopes: ['openid', 'email'],
@@ -164,11 +164,36 @@ t.test('the device verification page: the entry form, then a typed code, each it
   const p = parent();
   const res = await fetch(`${srv.url}/device`, { method: 'POST', headers: { cookie: cookieHeader(), 'content-type': 'application/json', traceparent: p.header }, body: JSON.stringify({ user_code: da.user_code }) });
   t.equal(res.status, 200);
-  t.match(await res.json(), { login_required: false, client_name: 'Traced TV' }, 'signed in: straight to the decision');
+  const entered = await res.json() as { handle: string };
+  t.match(entered, { login_required: false, client_name: 'Traced TV' }, 'signed in: straight to the decision');
   const expect = { redis: true };
   const got = await requestTrace(p.traceId, expect);
   checkTrace(t, p, got, 'POST /device', expect);
   t.ok(got.server && got.trace.filter(isRedis).filter((s) => descends(got.trace, s, got.server!.spanId)).length >= 3, 'the code budget, the code and the session are read under the request');
+
+  const d = parent();
+  const decided = await fetch(`${srv.url}/device/confirm`, { method: 'POST', headers: { cookie: cookieHeader(), 'content-type': 'application/json', traceparent: d.header }, body: JSON.stringify({ handle: entered.handle, decision: 'allow' }) });
+  t.equal(decided.status, 200);
+  t.same(await decided.json(), { approved: true });
+  const allowed = { pg: /consents/, redis: true };
+  checkTrace(t, d, await requestTrace(d.traceId, allowed), 'POST /device/confirm', allowed);
+});
+
+t.test('signed out, GET /account and then passkey sign-in options are each one trace with their Redis work under it', async (t) => {
+  const out = parent();
+  const res = await fetch(`${srv.url}/account?tenant=${encodeURIComponent(tenantId)}`, { redirect: 'manual', headers: { traceparent: out.header } });
+  t.equal(res.status, 303, 'sent to sign in');
+  const interaction = new URL(res.headers.get('location')!, srv.url).searchParams.get('interaction')!;
+  const saved = { redis: true };
+  checkTrace(t, out, await requestTrace(out.traceId, saved), 'GET /account', saved);
+
+  const p = parent();
+  const options = await fetch(`${srv.url}/login/passkey/options`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: p.header }, body: JSON.stringify({ interaction }) });
+  t.equal(options.status, 200);
+  secrets.push(['sign-in challenge', (await options.json() as { options: { challenge: string } }).options.challenge]);
+  const got = await requestTrace(p.traceId, saved);
+  checkTrace(t, p, got, 'POST /login/passkey/options', saved);
+  t.ok(got.server && got.trace.some((s) => s.name === 'redis SET' && descends(got.trace, s, got.server!.spanId)), 'the challenge write is under the request');
 });
 
 t.test('no exported span carries the session cookie, the address, a code, a challenge or a CSRF token', async (t) => {
