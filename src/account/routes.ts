@@ -3,8 +3,7 @@ import { AppError } from '../errors.js';
 import { declareEvents } from '../events/declare.js';
 import type { HttpRequest } from '../http/request.js';
 import type { Reply, Route } from '../http/types.js';
-import { depsFor } from '../request-deps.js';
-import { loginContext, type LoginContext } from '../login/context.js';
+import { loginScopes, type LoginScope } from '../login/context.js';
 import { checkCsrf, csrfFor } from '../login/csrf.js';
 import { generateCode, verifyCode } from '../login/email-code.js';
 import { SESSION_COOKIE } from '../login/options.js';
@@ -20,9 +19,6 @@ import { revokeConsent } from './revoke-consent.js';
 import { ACCOUNT_CLIENT, ACCOUNT_CLIENT_NAME } from './session.js';
 import { accountSignIn, rememberTenant } from './sign-in.js';
 
-/** The deps a request of the account page works with, and the login context made from them (depsFor). */
-interface Scope { deps: Deps; ctx: LoginContext }
-
 /** Signing out of the account page. */
 const accountEvents = declareEvents(['auth.logout']);
 const NOTICE = /^(added|renamed|deleted|revoked|reauth)$/;
@@ -32,15 +28,13 @@ const NOTICE = /^(added|renamed|deleted|revoked|reauth)$/;
  * login pages, plus the passkey JSON API it calls and passkey sign-in for the login page. A post answers 303 back to the page with a notice.
  */
 export function accountRoutes(deps: Deps): Route[] {
-  const shared: Scope = { deps, ctx: loginContext(deps) };
-  /** A sampled request's deps and login context (their clients make spans under it); the shared ones otherwise. */
-  const scoped = (req: HttpRequest): Scope => { const d = depsFor(deps, req); return d === deps ? shared : { deps: d, ctx: loginContext(d) }; };
+  const scoped = loginScopes(deps);
   const back = (notice: string): Reply => ({ status: 303, headers: { Location: `/account?done=${notice}`, 'Cache-Control': 'no-store' } });
   // Signed out (or the session ended) on a page under /account: /account sends the person to sign in and back.
   const toAccount: Reply = { status: 303, headers: { Location: '/account', 'Cache-Control': 'no-store' } };
   const addressNotice = passkeyAddressNotice(deps.config.issuer);
 
-  async function render({ deps, ctx }: Scope, req: HttpRequest, session: Session, extra: { notice?: string; error?: string; status?: number } = {}): Promise<Reply> {
+  async function render({ deps, ctx }: LoginScope, req: HttpRequest, session: Session, extra: { notice?: string; error?: string; status?: number } = {}): Promise<Reply> {
     const store = deps.store.forTenant(session.tenantId);
     const [passkeys, consents, activity] = await Promise.all([
       store.passkeys.listForUser(session.userId), store.consents.listForUser(session.userId), store.accountActivity.recentForUser(session.userId, 10),
@@ -51,7 +45,7 @@ export function accountRoutes(deps: Deps): Route[] {
   }
 
   /** A form post of the signed-in user: CSRF token first, then the action; expected failures shown on the page. */
-  function formAction(fn: (req: HttpRequest, session: Session, data: Record<string, unknown>, scope: Scope) => Promise<Reply>) {
+  function formAction(fn: (req: HttpRequest, session: Session, data: Record<string, unknown>, scope: LoginScope) => Promise<Reply>) {
     return async (req: HttpRequest): Promise<Reply> => {
       try {
         const scope = scoped(req);

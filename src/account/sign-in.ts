@@ -30,7 +30,7 @@ export async function accountSignIn(deps: Deps, req: HttpRequest): Promise<Reply
   if (!TENANT_ID.test(tenantId)) throw unknown();
   const { status } = await deps.tokens.tenantSettings.get(tenantId);
   if (status === null) throw unknown();
-  if (REFUSED_STATUSES.has(status) || await deps.tokens.revocations.tenantRefused(tenantId)) throw new Forbidden('forbidden', 'Sign-in is unavailable: this organization is suspended.');
+  if (REFUSED_STATUSES.has(status) || await deps.tokens.revocations.tenantRefused(tenantId, deps.trace)) throw new Forbidden('forbidden', 'Sign-in is unavailable: this organization is suspended.');
   const it = await saveReturnInteraction(deps.redis, { tenantId, clientId: ACCOUNT_CLIENT, issuer: deps.config.issuer, returnTo: { path: '/account', name: ACCOUNT_CLIENT_NAME } });
   return { status: 303, headers: { Location: `/authorize/resume?interaction=${encodeURIComponent(it.id)}`, 'Cache-Control': 'no-store' } };
 }

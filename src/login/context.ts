@@ -1,4 +1,6 @@
 import type { Deps } from '../deps.js';
+import type { HttpRequest } from '../http/request.js';
+import { depsFor } from '../request-deps.js';
 import { MailQueue } from '../mail/queue.js';
 import { deriveKey } from '../tokens/secrets.js';
 
@@ -38,4 +40,16 @@ export function loginContext(deps: Deps): LoginContext {
 export async function closeLogin(deps: Deps): Promise<void> {
   const ctx = contexts.get(deps) as (LoginContext & { close?: () => Promise<void> }) | undefined;
   await ctx?.close?.();
+}
+
+/** A request's deps and login context: the process's, or a sampled request's view (src/request-deps.ts). */
+export interface LoginScope { deps: Deps; ctx: LoginContext }
+
+/**
+ * Per request, the routes' scope: the shared one, or for a sampled request a view whose clients make
+ * their spans under it (with its own login context, so mail jobs carry the trace too).
+ */
+export function loginScopes(deps: Deps): (req: HttpRequest) => LoginScope {
+  const shared: LoginScope = { deps, ctx: loginContext(deps) };
+  return (req) => { const d = depsFor(deps, req); return d === deps ? shared : { deps: d, ctx: loginContext(d) }; };
 }

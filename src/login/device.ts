@@ -56,7 +56,7 @@ export function deviceRoutes(base: Deps): Route[] {
   async function clientOf(deps: Deps, view: DeviceView): Promise<Client> {
     const client = await deps.tokens.clients.get(view.clientId);
     if (!client || client.status !== 'active' || client.tenantId !== view.tenantId) throw new AppError(403, 'client_disabled', 'The application is disabled.');
-    if (await deps.tokens.revocations.tenantRefused(view.tenantId)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
+    if (await deps.tokens.revocations.tenantRefused(view.tenantId, deps.trace)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
     return client;
   }
 

@@ -8,7 +8,7 @@ import { validate, validatorFor } from '../http/validate.js';
 import { InvalidEmail, isEmail, normalizeEmail } from '../users/email.js';
 import { completeAuthorization, sessionUsable } from './complete.js';
 import { grantConsent } from './consent.js';
-import { loginContext, type LoginContext } from './context.js';
+import { loginContext, loginScopes, type LoginScope } from './context.js';
 import { checkCsrf, csrfFor } from './csrf.js';
 import { codeRequestWindows, generateCode, InvalidCode, verifyCode } from './email-code.js';
 import { dropInteraction, loadInteraction, type Interaction } from './interaction.js';
@@ -21,11 +21,8 @@ import { loginUser, recordLoginFailure } from './users.js';
 import { emailHash } from './keys.js';
 import { loginKeys } from '../store/redis-keys.js';
 import { countHits, recordFailure, refuseWhenSpent } from '../store/rate-limit.js';
-import { depsFor } from '../request-deps.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
-/** A request's deps and login context: the process's, or a sampled request's view (src/request-deps.ts). */
-interface Scope { deps: Deps; ctx: LoginContext }
 
 /**
  * Steps 2 and 3 of the login flow (email code generate and verify), continuing a pending authorization
@@ -35,9 +32,7 @@ interface Scope { deps: Deps; ctx: LoginContext }
 export function loginRoutes(deps: Deps): Route[] {
   const ctx = loginContext(deps);
   const { issuer } = deps.config;
-  const shared: Scope = { deps, ctx };
-  /** A sampled request's deps and login context (their clients make spans under it); the shared ones otherwise. */
-  const scoped = (req: HttpRequest) => { const d = depsFor(deps, req); return d === deps ? shared : { deps: d, ctx: loginContext(d) }; };
+  const scoped = loginScopes(deps);
   const resumeUrl = (it: Interaction) => `/authorize/resume?interaction=${encodeURIComponent(it.id)}`;
 
   async function clientFor(id: string | undefined, trace: Context | undefined): Promise<Client> {
@@ -95,7 +90,7 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   /** Browser posts: CSRF token first, then the pending authorization request they belong to. */
-  async function browserInteraction({ deps, ctx }: Scope, req: HttpRequest, data: Record<string, unknown>, csrf = true): Promise<Interaction> {
+  async function browserInteraction({ deps, ctx }: LoginScope, req: HttpRequest, data: Record<string, unknown>, csrf = true): Promise<Interaction> {
     if (csrf) checkCsrf(ctx, req, data.csrf_token);
     const it = await loadInteraction(deps.redis, data.interaction);
     if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
@@ -147,7 +142,7 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   /** Checks the code and signs the user in; failures are recorded as auth.login_failed. */
-  async function signIn({ deps, ctx }: Scope, email: string, code: string, ip: string): Promise<{ cookie: string; sub: string; authTime: number; tenantId: string }> {
+  async function signIn({ deps, ctx }: LoginScope, email: string, code: string, ip: string): Promise<{ cookie: string; sub: string; authTime: number; tenantId: string }> {
     // Guessing across codes: failures per address and per client IP are budgeted in Redis (every process).
     const windowMs = LOGIN.verifyFailureWindowSeconds * 1000;
     const budgets = [
