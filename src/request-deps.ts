@@ -19,14 +19,18 @@ export function depsFor(deps: Deps, req: HttpRequest): Deps {
   return (req.traced ??= traced(deps, trace.setSpan(ROOT_CONTEXT, span)));
 }
 
+/** Each client view is made on first use: an introspection never touches Postgres, and most handlers never log. */
 function traced(deps: Deps, ctx: NonNullable<Deps['trace']>): Deps {
-  const sql = sqlUnder(deps.sql, ctx) as Sql;
+  let sql: Sql | undefined;
+  let redis: Deps['redis'] | undefined;
+  let store: Store | undefined;
+  let log: Deps['log'] | undefined;
   return {
     ...deps,
     trace: ctx,
-    sql,
-    redis: redisUnder(deps.redis, ctx),
-    store: new Store(sql, deps.store.pii, deps.store.replica),
-    log: deps.log.child(spanIds(trace.getSpan(ctx))),
+    get sql() { return (sql ??= sqlUnder(deps.sql, ctx) as Sql); },
+    get redis() { return (redis ??= redisUnder(deps.redis, ctx)); },
+    get store() { return (store ??= new Store(this.sql, deps.store.pii, deps.store.replica)); },
+    get log() { return (log ??= deps.log.child(spanIds(trace.getSpan(ctx)))); },
   };
 }
