@@ -8,6 +8,7 @@ import { LoadGen } from './lib/loadgen.js';
 import { startPeer } from './lib/peer.js';
 import { writeReport, type Report, type ScenarioRun } from './lib/report.js';
 import { CPU_SCENARIOS, runCpu } from './lib/cpurun.js';
+import { runTracingAb } from './lib/tracing-ab.js';
 import { measureSignLimit } from './lib/signlimit.js';
 import { summaryLines, targetRows } from './lib/targets.js';
 import { attachSvc, startSvc, type Target } from './lib/target.js';
@@ -16,7 +17,10 @@ import { runWebhooks, webhookTargets } from './lib/webhooks.js';
 import { EDDSA_SCENARIOS, eddsaTargets, runEddsa } from './lib/eddsa.js';
 
 const USAGE = `usage: npm run perf -- <scenario> [options]
-scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu, webhooks, eddsa
+scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu, webhooks, eddsa, tracing-ab
+  tracing-ab [--only introspection-hit] [--rounds 6] [--rate 1000] [--connections 32] [--ratio 0.01]
+      two svc instances (one HTTP process each), tracing off and sampling --ratio, take the same steps
+      at the same time: CPU per answer of each, traced ÷ off per round and pooled (issue 34)
   eddsa  client_credentials and token exchange (cpu steps) signed with RS256, then by an svc signing
       with EdDSA (fresh database, TOKEN_SIGNING_ALG=EdDSA): capacity ratio and CPU per answer, same run
   webhooks [--wh-events N (20000)] [--wh-seconds S (10)] [--wh-rate R] [--wh-concurrency N] [--wh-keep-db]
@@ -40,6 +44,7 @@ async function main(): Promise<number> {
   const { pos, opts } = parseArgs(process.argv.slice(2));
   const which = pos[0];
   if (!which || which === 'help' || opts.help) { console.log(USAGE); return which ? 0 : 2; }
+  if (which === 'tracing-ab') { await runTracingAb(opts); return 0; }
   const cpuRun = which === 'cpu';
   const whOnly = which === 'webhooks';
   const eddsaOnly = which === 'eddsa';

@@ -49,7 +49,7 @@ export function userSessionRoutes(deps: Deps): Route[] {
       summary: 'End a user\'s session: its refresh tokens and the access tokens issued from them stop working',
       response: { 204: null }, errors: [404],
       audit: { action: 'user.session.revoke', resourceType: 'user', severity: 'warn' },
-      handler: async ({ ctx, params, mutate }) => {
+      handler: async ({ deps: d, ctx, params, mutate }) => {
         const userId = params.id!;
         const familyId = params.sessionId!;
         const jtis = await mutate(async (_tx, store) => {
@@ -60,7 +60,7 @@ export function userSessionRoutes(deps: Deps): Route[] {
         });
         // After the commit, as /revoke does: each access token of the family is marked until it would have expired.
         const until = Math.floor(Date.now() / 1000) + MAX_ACCESS_TTL;
-        await Promise.all(jtis.map((j) => deps.tokens.revocations.revoke(ctx.tenantId, j, until)));
+        await Promise.all(jtis.map((j) => d.tokens.revocations.revoke(ctx.tenantId, j, until, d.trace)));
         return { status: 204 };
       },
     }),
@@ -68,7 +68,7 @@ export function userSessionRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/api/admin/users/:id/login-sessions', permission: READ, tags,
       summary: 'A user\'s login sessions at svc (the session cookie), newest sign-in first (at most 100)',
       response: { 200: 'admin.user-login-session-list' }, errors: [404],
-      handler: async ({ ctx, params, store }) => {
+      handler: async ({ deps, ctx, params, store }) => {
         await mustUser(store, params.id!);
         const rows = await listUserSessions(deps.redis, ctx.tenantId, params.id!);
         return { body: { user_id: params.id!, sessions: rows.map((r) => ({ id: r.id, signed_in_at: r.authTime * 1000, expires_at: r.expiresAt * 1000 })) } };
@@ -79,7 +79,7 @@ export function userSessionRoutes(deps: Deps): Route[] {
       summary: 'End a user\'s login session: its cookie no longer signs in (tokens already issued are left alone)',
       response: { 204: null }, errors: [404],
       audit: { action: 'user.login_session.revoke', resourceType: 'user', severity: 'warn' },
-      handler: async ({ ctx, params, store, mutate }) => {
+      handler: async ({ deps, ctx, params, store, mutate }) => {
         const userId = params.id!;
         await mustUser(store, userId);
         if (!(await revokeUserSession(deps.redis, ctx.tenantId, userId, params.sessionId!))) throw sessionNotFound();
@@ -102,7 +102,7 @@ export function userSessionRoutes(deps: Deps): Route[] {
       summary: 'Withdraw a user\'s consent: the application\'s refresh and access tokens for the user stop working (user.updated)',
       response: { 204: null }, errors: [404],
       audit: { action: 'user.consent.revoke', resourceType: 'user', severity: 'warn' },
-      handler: async ({ ctx, params, store, mutate }) => {
+      handler: async ({ deps, ctx, params, store, mutate }) => {
         const userId = params.id!;
         await mustUser(store, userId);
         const consent = found((await store.consents.listForUser(userId)).find((c) => c.id === params.consentId), consentNotFound);

@@ -21,7 +21,7 @@ export async function revokeConsent(deps: Deps, tenantId: string, userId: string
   const consent = (await store.consents.listForUser(userId)).find((c) => c.id === consentId);
   if (!consent) throw new NotFound('not_found', 'No such consent.');
   const clientId = consent.client_id;
-  await deps.tokens.revocations.revokeBefore(tenantId, 'grant', grantMarkId(userId, clientId), Date.now(), MAX_ACCESS_TTL);
+  await deps.tokens.revocations.revokeBefore(tenantId, 'grant', grantMarkId(userId, clientId), Date.now(), MAX_ACCESS_TTL, deps.trace);
   await deps.store.transaction(tenantId, async ({ consents, refreshTokens }, tx) => {
     await refreshTokens.revokeForGrant(userId, clientId);
     await consents.deleteForUser(userId, consentId);

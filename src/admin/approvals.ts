@@ -36,7 +36,7 @@ export function approvalRoutes(deps: Deps): Route[] {
     summary: kind === 'approve' ? 'Approve a portal_confirm step (never the requester; a step naming its approver takes only that one); email_otp, passkey and reauth steps are approved only through an approval artifact (403)' : 'Deny a step (or withdraw an approval): the request is denied and its grant revoked',
     response: { 200: 'elevation.approval-request' }, errors: [404, 409],
     audit: audit(`approval_step.${kind}`, kind === 'deny' ? 'warn' : 'info'),
-    handler: async ({ ctx, params, body, mutate }) => {
+    handler: async ({ deps, ctx, params, body, mutate }) => {
       const now = Date.now();
       const out = await mutate(async (tx, store) => {
         const r = found(await store.approvals.getRequest(params.requestId!, { lock: true }), requestNotFound);
@@ -105,7 +105,7 @@ export function approvalRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/approvals/:requestId/cancel', permission: WRITE, tags, body: 'elevation.approval-cancel',
       summary: 'Cancel a request: pending steps are cancelled and an active grant is revoked', response: { 200: 'elevation.approval-request' }, errors: [404, 409],
       audit: audit('approval_request.cancel', 'warn'),
-      handler: async ({ ctx, params, body, mutate }) => {
+      handler: async ({ deps, ctx, params, body, mutate }) => {
         const now = Date.now();
         const out = await mutate(async (tx, store) => {
           const r = found(await store.approvals.getRequest(params.requestId!, { lock: true }), requestNotFound);
@@ -148,7 +148,7 @@ export function approvalRoutes(deps: Deps): Route[] {
       summary: 'Revoke an active grant: every token minted from it becomes inactive at once', response: { 200: 'elevation.grant' }, errors: [404, 409],
       audit: audit('elevation_grant.revoke', 'warn'),
       events: ['security.alert'],
-      handler: async ({ ctx, params, body, mutate }) => {
+      handler: async ({ deps: d, ctx, params, body, mutate }) => {
         const now = Date.now();
         const out = await mutate(async (_tx, store, emit) => {
           const r = found(await store.approvals.getRequest(params.requestId!, { lock: true }), requestNotFound);
@@ -157,7 +157,7 @@ export function approvalRoutes(deps: Deps): Route[] {
           const status = effectiveGrantStatus(g, now);
           if (status !== 'active') throw new Conflict('conflict', `The grant is ${status}.`);
           const closed = found(await store.approvals.closeGrant(g.id, 'revoked', now, body.reason_code ?? 'manual'), grantNotFound);
-          const tokens = await revokeGrantTokens(deps, store, g.id, now);
+          const tokens = await revokeGrantTokens(d, store, g.id, now);
           emit('security.alert', alertData(ALERT_KIND.revoked, g, r, moverOf(ctx)));
           return { result: grantView(closed, now), resourceId: r.id, metadata: { grant_id: g.id, tokens_revoked: tokens, reason_note: body.reason_note ?? null }, before: { status }, after: { status: 'revoked' } };
         });
@@ -168,7 +168,7 @@ export function approvalRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/approvals/:requestId/grants/:grantId/subject-token', permission: GRANT_ISSUE, tags, body: 'elevation.subject-token-request',
       summary: 'Issue a short-lived subject token for token exchange from an active elevation grant', response: { 200: 'elevation.subject-token' }, errors: [404, 409],
       audit: audit('elevation_grant.subject_token', 'warn'),
-      handler: async ({ ctx, params, body, mutate }) => {
+      handler: async ({ deps, ctx, params, body, mutate }) => {
         const now = Date.now();
         const out = await mutate(async (_tx, store) => {
           // The request is locked (shared with revocation and expiry) while the token is minted and recorded.

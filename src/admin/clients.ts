@@ -63,9 +63,9 @@ async function loadPlain(clients: ClientRepository, clientId: string): Promise<C
  */
 export function clientRoutes(deps: Deps): Route[] {
   /** After the commit: every process forgets its cached copy; a client disabled or deleted also loses its access tokens. */
-  const announce = async (tenantId: string, clientId: string, cutOff: boolean) => {
-    await deps.tokens.clients.changed(clientId);
-    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
+  const announce = async (d: Deps, tenantId: string, clientId: string, cutOff: boolean) => {
+    await d.tokens.clients.changed(clientId);
+    if (cutOff) await d.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL, d.trace);
   };
   const audit = (action: string, severity: 'info' | 'warn' = 'info') => ({ action, resourceType: 'client', resourceParam: 'clientId', severity });
   return [
@@ -83,7 +83,7 @@ export function clientRoutes(deps: Deps): Route[] {
       summary: 'Register a client; a secret-authenticated client\'s secret is in this response only (409 client_id_already_exists)',
       response: { 201: 'admin.client-created' }, errors: [409],
       audit: { action: 'client.create', resourceType: 'client' },
-      handler: async ({ ctx, body, mutate }) => {
+      handler: async ({ deps: d, ctx, body, mutate }) => {
         const method = body.token_endpoint_auth_method;
         const fields = patchOf(body);
         checkPatch(ctx, { ...fields, jwks: fields.jwks ?? null }, method, deps.tokens.keys.algsOf(ctx.tenantId));
@@ -98,7 +98,7 @@ export function clientRoutes(deps: Deps): Route[] {
           const row = (await store.clients.get(client.clientId))!;
           return { result: { row, clientSecret }, resourceId: client.clientId, after: clientView(row) };
         });
-        await announce(ctx.tenantId, out.row.client_id, false); // evicts a cached "no such client"
+        await announce(d, ctx.tenantId, out.row.client_id, false); // evicts a cached "no such client"
         return { status: 201, body: { ...clientView(out.row), client_secret: out.clientSecret } };
       },
     }),
@@ -111,7 +111,7 @@ export function clientRoutes(deps: Deps): Route[] {
       method: 'PUT', path: '/api/admin/clients/:clientId', permission: WRITE, tags, body: 'admin.client-update',
       summary: 'Update a client: the fields given replace the stored ones; status "disabled" revokes its tokens',
       response: { 200: 'admin.client' }, errors: [404, 409], audit: audit('client.update'),
-      handler: async ({ ctx, body, params, mutate }) => {
+      handler: async ({ deps: d, ctx, body, params, mutate }) => {
         const fields = patchOf(body);
         const row = await mutate(async (_tx, store) => {
           const cur = await loadPlain(store.clients, params.clientId!);
@@ -120,7 +120,7 @@ export function clientRoutes(deps: Deps): Route[] {
           if (next.status === 'disabled' && cur.status !== 'disabled') await store.clients.revokeRefreshTokens(cur.client_id);
           return { result: next, before: clientView(cur), after: clientView(next) };
         });
-        await announce(ctx.tenantId, row.client_id, row.status === 'disabled');
+        await announce(d, ctx.tenantId, row.client_id, row.status === 'disabled');
         return { body: clientView(row) };
       },
     }),
@@ -128,14 +128,14 @@ export function clientRoutes(deps: Deps): Route[] {
       method: 'POST', path: `/api/admin/clients/:clientId/${verb}`, permission: WRITE, tags,
       summary: verb === 'disable' ? 'Disable a client: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled client (tokens revoked while disabled stay revoked)',
       response: { 200: 'admin.client' }, errors: [404, 409], audit: audit(`client.${verb}`, verb === 'disable' ? 'warn' : 'info'),
-      handler: async ({ ctx, params, mutate }) => {
+      handler: async ({ deps: d, ctx, params, mutate }) => {
         const row = await mutate(async (_tx, store) => {
           const cur = await loadPlain(store.clients, params.clientId!);
           const next = (await store.clients.update(cur.client_id, { status: verb === 'disable' ? 'disabled' : 'active' }))!;
           if (verb === 'disable') await store.clients.revokeRefreshTokens(cur.client_id);
           return { result: next, before: clientView(cur), after: clientView(next) };
         });
-        await announce(ctx.tenantId, row.client_id, row.status === 'disabled');
+        await announce(d, ctx.tenantId, row.client_id, row.status === 'disabled');
         return { body: clientView(row) };
       },
     })),
@@ -143,7 +143,7 @@ export function clientRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/clients/:clientId/secret', permission: WRITE, tags,
       summary: 'Rotate a client secret: the new secret is in this response only; the old one stops working',
       response: { 200: 'admin.client-secret' }, errors: [404, 409], audit: audit('client.rotate_secret', 'warn'),
-      handler: async ({ params, mutate }) => {
+      handler: async ({ deps, params, mutate }) => {
         const id = params.clientId!;
         const secret = await mutate(async (_tx, store) => {
           const cur = found(await store.clients.get(id, true), clientNotFound);
@@ -160,14 +160,14 @@ export function clientRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: '/api/admin/clients/:clientId', permission: WRITE, tags,
       summary: 'Delete a client and revoke everything issued to it', response: { 204: null }, errors: [404, 409],
       audit: audit('client.delete', 'warn'),
-      handler: async ({ ctx, params, mutate }) => {
+      handler: async ({ deps: d, ctx, params, mutate }) => {
         const gone = await mutate(async (_tx, store) => {
           const cur = await loadPlain(store.clients, params.clientId!);
           await store.clients.revokeRefreshTokens(cur.client_id);
           const row = (await store.clients.delete(cur.client_id))!;
           return { result: row, before: clientView(row) };
         });
-        await announce(ctx.tenantId, gone.client_id, true);
+        await announce(d, ctx.tenantId, gone.client_id, true);
         return { status: 204 };
       },
     }),

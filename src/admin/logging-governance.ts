@@ -48,7 +48,7 @@ export function loggingGovernanceRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/logging-policies/usage-aggregates', permission: READ, tags, query: 'query.log-usage-aggregates',
       summary: 'A tenant\'s log usage per window (hour, day, month; UTC; minute windows only when asked for by window_kind), newest window first', response: { 200: 'admin.log-usage-aggregate-list' },
-      handler: async ({ ctx, query }) => {
+      handler: async ({ deps, ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logGovernance;
         const rows = await repo.usage({ tenant_key: query.tenant_key, metric_name: query.metric_name, window_kind: query.window_kind, since: query.since, until: query.until, limit: query.limit });
         return { body: { items: rows.map(usageView) } };
@@ -57,7 +57,7 @@ export function loggingGovernanceRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/logging-policies/quota-evaluations', permission: READ, tags, query: 'query.log-quota-evaluations',
       summary: 'A tenant\'s quota evaluations, newest first', response: { 200: 'admin.log-quota-evaluation-list' },
-      handler: async ({ ctx, query }) => {
+      handler: async ({ deps, ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logGovernance;
         const size = query.limit;
         const rows = await repo.evaluations({ state: query.state, limit: size, offset: (query.page - 1) * size });

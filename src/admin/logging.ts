@@ -132,7 +132,7 @@ export function loggingRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/logging-policies/settings', permission: READ, tags,
       summary: 'The tenant\'s logging policy settings (whether token decisions are archived)', response: { 200: 'admin.logging-settings' },
-      handler: async ({ ctx }) => {
+      handler: async ({ deps, ctx }) => {
         const t = await new TenantRepository(deps.sql, ctx.tenantId).get();
         return { body: { tenant_id: ctx.tenantId, token_decision_logging: (t?.settings as { token_decision_logging?: boolean } | undefined)?.token_decision_logging === true } };
       },
@@ -141,7 +141,7 @@ export function loggingRoutes(deps: Deps): Route[] {
       method: 'PUT', path: '/api/admin/logging-policies/settings', permission: WRITE, tags, body: 'admin.logging-settings-update',
       summary: 'Turn archiving of token decisions (bulk lane) on or off for the tenant', response: { 200: 'admin.logging-settings' }, errors: [404],
       audit: { action: 'logging_settings.update', resourceType: 'logging_settings' },
-      handler: async ({ ctx, body, mutate }) => {
+      handler: async ({ deps, ctx, body, mutate }) => {
         await mutate(async (tx) => {
           const repo = new TenantRepository(tx, ctx.tenantId);
           const t = found(await repo.lock(), () => new NotFound('not_found', 'No such tenant.'));
@@ -158,7 +158,7 @@ export function loggingRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/destinations', permission: READ, tags, query: 'query.log-tenant-list',
       summary: 'List a tenant\'s log destinations', response: { 200: 'admin.destination-list' },
-      handler: async ({ ctx, query }) => {
+      handler: async ({ deps, ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logArchive;
         const p = page(await repo.destinations({ limit: query.limit, cursor: decodeCursor(query.cursor) }), query.limit);
         const backlogs = await archiveQueries.backlogs(deps.sql, p.items);
@@ -193,7 +193,7 @@ export function loggingRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/destinations/:id', permission: READ, tags,
       summary: 'Get a log destination', response: { 200: 'admin.destination' }, errors: [404],
-      handler: async ({ store, params }) => {
+      handler: async ({ deps, store, params }) => {
         const d = await mustDestination(store.logArchive, params.id!);
         const backlogs = await archiveQueries.backlogs(deps.sql, [d]);
         return { body: destinationView(d, await store.logArchive.credentials(d.id), backlogs.get(d.id)) };
@@ -221,7 +221,7 @@ export function loggingRoutes(deps: Deps): Route[] {
       summary: 'Delete a log destination; one that holds chunks is 409 unless move_chunks=true (their objects move to move_to, else to where new chunks go)',
       response: { 204: null }, errors: [404, 409],
       audit: { action: 'log_destination.delete', resourceType: 'log_destination', severity: 'warn' },
-      handler: async ({ store, params, query, mutate }) => {
+      handler: async ({ deps, store, params, query, mutate }) => {
         const d = await mustDestination(store.logArchive, params.id!);
         const move = query.move_chunks === true && d.kind === 'filesystem';
         if (query.move_to !== undefined && !move) throw new ValidationError({ move_to: ['is only for move_chunks=true on a filesystem destination'] });
@@ -303,7 +303,7 @@ export function loggingRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/admin-logging/chunks', permission: READ, tags, query: 'query.log-tenant-list',
       summary: 'List a tenant\'s archived log chunks (the object catalog), newest first', response: { 200: 'admin.log-chunk-list' },
-      handler: async ({ ctx, query }) => {
+      handler: async ({ deps, ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logArchive;
         const p = page(await repo.chunks({ limit: query.limit, cursor: decodeCursor(query.cursor), status: query.status, log_type: query.log_type }), query.limit);
         const sinkRows = await repo.deliveriesOf(p.items.map((c) => c.id));
@@ -327,7 +327,7 @@ export function loggingRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/admin-logging/key-registries', permission: READ, tags, query: 'query.log-tenant-list',
       summary: 'List a tenant\'s log key registries and their versions (key material never returned)', response: { 200: 'admin.log-key-registry-list' },
-      handler: async ({ ctx, query }) => {
+      handler: async ({ deps, ctx, query }) => {
         const repo = deps.store.forTenant(listTenant(ctx, query)).logArchive;
         return { body: { items: await Promise.all((await repo.registries()).map((r) => registryView(repo, r))) } };
       },
@@ -376,7 +376,7 @@ export function loggingRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/admin-logging/rewrap-jobs', permission: WRITE, tags, body: 'admin.log-rewrap-request',
       summary: 'Queue rewrap jobs for committed chunks on stale or compromised key versions (compromised first, de-duplicated)', response: { 200: 'admin.log-rewrap-created' }, errors: [404],
       audit: { action: 'log_rewrap.create', resourceType: 'log_rewrap_batch' },
-      handler: async ({ ctx, body, mutate }) => {
+      handler: async ({ deps, ctx, body, mutate }) => {
         // A platform administrator may name any tenant's registry; anyone else only their own tenant's (another's is not found).
         const owner = ctx.platform ? (await archiveQueries.registryTenant(deps.sql, body.key_registry_id)) ?? ctx.tenantId : ctx.tenantId;
         const batchId = newId('lrwb');

@@ -67,7 +67,7 @@ export function lookupHmacRoutes(deps: Deps): Route[] {
       response: { 201: 'admin.lookup-hmac-rotation', 200: 'admin.lookup-hmac-rotation' }, errors: [409],
       summary: 'Start a lookup-HMAC key rotation (state planned): the candidate is the next generation in the other slot; the operationId makes it idempotent',
       audit: audit('start'),
-      handler: async ({ ctx, body, mutate, unchanged }) => {
+      handler: async ({ deps, ctx, body, mutate, unchanged }) => {
         const again = await repo.get(deps.sql, body.operationId);
         if (again) { unchanged(); return { status: 200, body: await rotationView(deps.sql, again) }; }
         const started = await mutate(async (tx) => {
@@ -84,7 +84,7 @@ export function lookupHmacRoutes(deps: Deps): Route[] {
       method: 'GET', path: `${PATH}/:operationId`, permission: READ, tags, platformOnly: true,
       response: { 200: 'admin.lookup-hmac-rotation' }, errors: [404],
       summary: 'One lookup-HMAC key rotation: state, keys by fingerprint, checkpoint, counts, lease and the processes that apply it',
-      handler: async ({ params }) => {
+      handler: async ({ deps, params }) => {
         const id = operationIdOf(params);
         const r = await repo.get(deps.sql, id);
         if (!r) throw new NotFound('not_found', 'No such rotation.');
@@ -96,7 +96,7 @@ export function lookupHmacRoutes(deps: Deps): Route[] {
       response: { 200: 'admin.lookup-hmac-rotation' }, errors: [404, 409],
       summary: 'Move a rotation to its next state once every process applies the current one (409 names those that do not)',
       audit: audit('advance'),
-      handler: async ({ params, body, mutate }) => {
+      handler: async ({ deps, params, body, mutate }) => {
         const id = operationIdOf(params);
         const row = await mutate(async (tx) => {
           const m = await advanceRotation(tx, fleet, id, { endGraceEarly: body.endGraceEarly });
@@ -111,7 +111,7 @@ export function lookupHmacRoutes(deps: Deps): Route[] {
       response: { 200: 'admin.lookup-hmac-rotation' }, errors: [404, 409],
       summary: 'Abort a rotation: blocked (terminal); the index is rolled back to the source key by the rotation job',
       audit: audit('abort'),
-      handler: async ({ params, body, mutate }) => {
+      handler: async ({ deps, params, body, mutate }) => {
         const id = operationIdOf(params);
         const row = await mutate(async (tx) => {
           const m = await abortRotation(tx, id, body.reason ?? 'aborted by an administrator');

@@ -61,7 +61,7 @@ export function piiPartitionRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: `${PATH}/stats`, permission: READ, tags, query: 'query.pii-partition-stats', response: { 200: 'admin.pii-partition-stats' }, errors: [404, 503],
       summary: 'Active users per PII partition (zero-filled for every available partition); tenant_id names another tenant (platform admins)',
-      handler: async ({ ctx, query }) => {
+      handler: async ({ deps, ctx, query }) => {
         const tenantId = listTenant(ctx, query);
         if (tenantId !== ctx.tenantId) {
           const [t] = await deps.sql`select 1 from tenants where id = ${tenantId}`;
@@ -84,7 +84,7 @@ export function piiPartitionRoutes(deps: Deps): Route[] {
       response: { 200: 'admin.user-pii-moved' }, errors: [404, 409, 503],
       summary: 'Move a user\'s personal data to another partition (copy, switch, delete; finished after a crash)',
       audit: { action: 'user.pii_partition.move', resourceType: 'user', severity: 'warn' },
-      handler: async ({ ctx, params, body, mutate }) => {
+      handler: async ({ deps, ctx, params, body, mutate }) => {
         const id = params.id!;
         if (!vault.partitions.has(body.partition)) throw new ValidationError({ partition: [`unknown partition; available: ${available().join(', ')}`] });
         // A move left by a crash is finished first, so the new one starts from where the data really is.

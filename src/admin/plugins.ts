@@ -35,7 +35,7 @@ export function pluginRoutes(deps: Deps): Route[] {
     summary: enabled ? 'Enable a plugin for this tenant' : 'Disable a plugin for this tenant (the mailer off: email sign-in answers 503)',
     response: { 200: 'plugins.plugin' }, errors: [404],
     audit: { action: `plugin.${enabled ? 'enable' : 'disable'}`, resourceType: 'plugin', severity: enabled ? 'info' : 'warn' },
-    handler: async ({ ctx, params, mutate }) => {
+    handler: async ({ deps, ctx, params, mutate }) => {
       const p = mustPlugin(params.id!);
       const view = await mutate(async (_tx, store) => {
         const before = await store.plugins.get(p.id);
@@ -63,7 +63,7 @@ export function pluginRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/plugins/:id/health', permission: READ, tags,
       summary: 'Cached health of a plugin from its last periodic check; unknown when no check ran recently', response: { 200: 'plugins.health' }, errors: [404],
-      handler: async ({ params }) => {
+      handler: async ({ deps, params }) => {
         const p = mustPlugin(params.id!);
         return { body: { pluginId: p.id, health: await readHealth(deps.redis, p.id) } };
       },

@@ -92,9 +92,9 @@ const audit = (action: string, severity: AuditSpec['severity'] = 'info'): AuditS
  */
 export function principalRoutes(deps: Deps): Route[] {
   /** After the commit: every process forgets the cached backing client; `cutOff` also revokes its access tokens. */
-  const announce = async (tenantId: string, clientId: string, cutOff: boolean) => {
-    await deps.tokens.clients.changed(clientId);
-    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
+  const announce = async (d: Deps, tenantId: string, clientId: string, cutOff: boolean) => {
+    await d.tokens.clients.changed(clientId);
+    if (cutOff) await d.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL, d.trace);
   };
   return [
     adminRoute(deps, {
@@ -110,7 +110,7 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'POST', path: BASE, permission: WRITE, tags, body: 'admin.principal-create',
       summary: 'Create a machine access principal (then register its public keys as credentials)', response: { 201: 'admin.principal' },
       audit: audit('create'),
-      handler: async ({ ctx, body, mutate }) => {
+      handler: async ({ deps: d, ctx, body, mutate }) => {
         const scopes = storedScopes(body.tenantScopes ?? [{ scope_mode: 'none' }]);
         checkScopes(ctx, scopes);
         assertGrantable(ctx, body.permissions);
@@ -123,7 +123,7 @@ export function principalRoutes(deps: Deps): Route[] {
           const view = principalView(p, []);
           return { result: { row: p, view }, resourceId: id, after: view };
         });
-        await announce(ctx.tenantId, out.row.client_id, false);
+        await announce(d, ctx.tenantId, out.row.client_id, false);
         return { status: 201, body: out.view };
       },
     }),
@@ -139,7 +139,7 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'PUT', path: `${BASE}/:id`, permission: WRITE, tags, body: 'admin.principal-update',
       summary: 'Update a principal: the fields given replace the stored ones (status active or disabled)', response: { 200: 'admin.principal' },
       errors: [404, 409], audit: audit('update'),
-      handler: async ({ ctx, body, params, mutate }) => {
+      handler: async ({ deps: d, ctx, body, params, mutate }) => {
         const { tenantScopes, ...rest } = body;
         const patch = { ...rest, ...(tenantScopes ? { tenantScopes: storedScopes(tenantScopes) } : {}) };
         checkScopes(ctx, patch.tenantScopes);
@@ -150,7 +150,7 @@ export function principalRoutes(deps: Deps): Route[] {
           const v = await resynced(principals, cur.id);
           return { result: { ...v, wasActive: cur.status === 'active' }, before: principalView(cur, []), after: v.view };
         });
-        await announce(ctx.tenantId, out.row.client_id, out.wasActive && out.row.status !== 'active');
+        await announce(d, ctx.tenantId, out.row.client_id, out.wasActive && out.row.status !== 'active');
         return { body: out.view };
       },
     }),
@@ -158,14 +158,14 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'POST', path: `${BASE}/:id/${verb}`, permission: WRITE, tags,
       summary: verb === 'disable' ? 'Disable a principal: its tokens stop working (client_disabled) and are revoked' : 'Enable a disabled principal',
       response: { 200: 'admin.principal' }, errors: [404, 409], audit: audit(verb, verb === 'disable' ? 'warn' : 'info'),
-      handler: async ({ ctx, params, mutate }) => {
+      handler: async ({ deps: d, ctx, params, mutate }) => {
         const out = await mutate(async (_tx, { principals }) => {
           const cur = await load(principals, params.id!);
           await principals.update(cur.id, { status: verb === 'disable' ? 'disabled' : 'active' });
           const v = await resynced(principals, cur.id);
           return { result: v, before: principalView(cur, []), after: v.view };
         });
-        await announce(ctx.tenantId, out.row.client_id, verb === 'disable');
+        await announce(d, ctx.tenantId, out.row.client_id, verb === 'disable');
         return { body: out.view };
       },
     })),
@@ -173,7 +173,7 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: `${BASE}/:id`, permission: WRITE, tags,
       summary: 'Delete a principal: status deleted, credentials revoked, tokens revoked (it stays listable with status=deleted)',
       response: { 204: null }, errors: [404, 409], audit: audit('delete', 'warn'),
-      handler: async ({ ctx, params, mutate }) => {
+      handler: async ({ deps: d, ctx, params, mutate }) => {
         const clientId = await mutate(async (_tx, { principals }) => {
           const cur = await load(principals, params.id!);
           await principals.revokeAllCredentials(cur.id);
@@ -181,7 +181,7 @@ export function principalRoutes(deps: Deps): Route[] {
           await resyncPrincipal(principals, cur.id);
           return { result: cur.client_id, before: principalView(cur, []) };
         });
-        await announce(ctx.tenantId, clientId, true);
+        await announce(d, ctx.tenantId, clientId, true);
         return { status: 204 };
       },
     }),
@@ -189,7 +189,7 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'POST', path: `${BASE}/:id/credentials`, permission: WRITE, tags, body: 'admin.principal-credential-create',
       summary: 'Register a public key (JWK; ES256, PS256 or RS256) the principal signs private_key_jwt assertions with',
       response: { 201: 'admin.principal-credential' }, errors: [404, 409], audit: audit('credential_create'),
-      handler: async ({ ctx, body, params, mutate }) => {
+      handler: async ({ deps: d, ctx, body, params, mutate }) => {
         const input = await credentialInput(body);
         const out = await mutate(async (_tx, { principals }) => {
           const p = await load(principals, params.id!);
@@ -198,7 +198,7 @@ export function principalRoutes(deps: Deps): Route[] {
           await resyncPrincipal(principals, p.id);
           return { result: { c, clientId: p.client_id }, after: credentialView(c), metadata: { credential_id: c.id, kid: c.kid } };
         });
-        await announce(ctx.tenantId, out.clientId, false);
+        await announce(d, ctx.tenantId, out.clientId, false);
         return { status: 201, body: credentialView(out.c) };
       },
     }),
@@ -206,7 +206,7 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'POST', path: `${BASE}/:id/credentials/:credentialId/rotate`, permission: WRITE, tags, body: 'admin.principal-credential-rotate',
       summary: 'Rotate a credential: register its successor; the old one becomes rotating and expires after graceSeconds (default 86400)',
       response: { 200: 'admin.principal-credential-rotation' }, errors: [404, 409], audit: audit('credential_rotate', 'warn'),
-      handler: async ({ ctx, body, params, mutate }) => {
+      handler: async ({ deps: d, ctx, body, params, mutate }) => {
         const input = await credentialInput(body);
         const credId = params.credentialId!;
         const out = await mutate(async (_tx, { principals }) => {
@@ -220,7 +220,7 @@ export function principalRoutes(deps: Deps): Route[] {
           const result = { credential: credentialView(fresh), previous: credentialView(old) };
           return { result: { body: result, clientId: p.client_id }, before: credentialView(cur), after: result, metadata: { credential_id: credId, kid: cur.kid } };
         });
-        await announce(ctx.tenantId, out.clientId, false);
+        await announce(d, ctx.tenantId, out.clientId, false);
         return { body: out.body };
       },
     }),
@@ -228,7 +228,7 @@ export function principalRoutes(deps: Deps): Route[] {
       method: 'POST', path: `${BASE}/:id/credentials/:credentialId/revoke`, permission: WRITE, tags, body: 'admin.principal-credential-revoke',
       summary: 'Revoke a credential at once (revokeTokens: also revoke every token the principal holds)',
       response: { 200: 'admin.principal-credential' }, errors: [404, 409], audit: audit('credential_revoke', 'warn'),
-      handler: async ({ ctx, body, params, mutate }) => {
+      handler: async ({ deps: d, ctx, body, params, mutate }) => {
         const credId = params.credentialId!;
         const out = await mutate(async (_tx, { principals }) => {
           const p = await load(principals, params.id!);
@@ -237,7 +237,7 @@ export function principalRoutes(deps: Deps): Route[] {
           await resyncPrincipal(principals, p.id);
           return { result: { body: result, clientId: p.client_id }, before: credentialView(cur), after: result, metadata: { credential_id: credId, kid: cur.kid } };
         });
-        await announce(ctx.tenantId, out.clientId, body.revokeTokens);
+        await announce(d, ctx.tenantId, out.clientId, body.revokeTokens);
         return { body: out.body };
       },
     }),

@@ -50,7 +50,7 @@ export function registrationAdminRoutes(deps: Deps): Route[] {
       method: 'POST', path: `${BASE}/initial-access-tokens`, permission: WRITE, tags, body: 'admin.initial-access-token-create',
       summary: 'Create an initial access token for POST /register: its value is in this response only', response: { 201: 'admin.initial-access-token-created' },
       audit: { action: 'initial_access_token.create', resourceType: 'initial_access_token' },
-      handler: async ({ ctx, body, mutate }) => {
+      handler: async ({ deps, ctx, body, mutate }) => {
         const t = newInitialAccessToken(deps.tokens.secretKey);
         const row = await mutate(async (_tx, store) => {
           const r = await store.registrations.insertToken({

@@ -48,7 +48,7 @@ export function shardingRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: PATH, permission: READ, tags, query: 'query.admin-sharding',
       summary: 'Current refresh token sharding config (global, or a client\'s override with clientId)', response: { 200: 'admin.sharding-config' }, errors: [404],
-      handler: async ({ query, store }) => {
+      handler: async ({ deps, query, store }) => {
         const own = query.clientId !== undefined ? await store.sharding.clientGenerations(query.clientId) : [];
         if (!own) throw clientNotFound();
         const inherited = own.length === 0;
@@ -60,7 +60,7 @@ export function shardingRoutes(deps: Deps): Route[] {
       method: 'PUT', path: PATH, permission: WRITE, tags, body: 'admin.sharding-update', response: { 200: 'admin.sharding-result' }, errors: [404],
       summary: 'Create a new refresh token shard generation (global: platform admins, must equal the auth code shard count unless skip_sync_check; clientId: a per-client override)',
       audit: { action: 'settings.refresh_token_sharding.update', resourceType: 'settings', severity: 'warn' },
-      handler: async ({ ctx, body, store, mutate }) => {
+      handler: async ({ deps, ctx, body, store, mutate }) => {
         const { clientId, shardCount } = body;
         const notes = body.notes ?? null;
         // Refused scopes answer before the change is attempted (and so are not audited as failed changes).

@@ -42,7 +42,7 @@ export function tenantRoutes(deps: Deps): Route[] {
     method, path, permission: WRITE, tags, tenant: 'own', platformOnly: true,
     summary: m.summary, response: { [status]: status === 204 ? null : 'admin.tenant' }, errors: [404, 409],
     audit: { action: m.action, resourceType: 'tenant', severity: m.severity },
-    handler: async ({ ctx, params, mutate }) => {
+    handler: async ({ deps: d, ctx, params, mutate }) => {
       const id = params.id!;
       // An admin cannot lock themselves out through their own tenant.
       if (id === ctx.tenantId) throw new Conflict('conflict', 'A platform administrator cannot suspend or delete their own tenant.');
@@ -53,7 +53,7 @@ export function tenantRoutes(deps: Deps): Route[] {
         const next = (await repo.setStatus(m.to))!;
         return { result: next, before: tenantView(cur), after: tenantView(next) };
       });
-      await deps.tokens.revocations.markTenant(id, t.status);
+      await d.tokens.revocations.markTenant(id, t.status, d.trace);
       await deps.tokens.tenantSettings.changed(id);
       if (m.to === 'deleting') await enqueueTenantPurge(deps, id);
       return status === 204 ? { status } : { status, body: tenantView(t) };
@@ -64,7 +64,7 @@ export function tenantRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/tenants', permission: READ, tags, tenant: 'own', platformOnly: true, query: 'query.admin-tenant-list',
       summary: 'List tenants, newest first (platform admins)', response: { 200: 'admin.tenant-list' },
-      handler: async ({ ctx, query }) => {
+      handler: async ({ deps, ctx, query }) => {
         const p = page(await listAllTenants(deps.sql, { limit: query.limit, cursor: decodeCursor(query.cursor), status: query.status }), query.limit);
         return { body: { items: p.items.map(tenantView), cursor: p.next } };
       },
@@ -73,7 +73,7 @@ export function tenantRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/tenants', permission: WRITE, tags, tenant: 'own', platformOnly: true, body: 'admin.tenant-create',
       summary: 'Create a tenant, optionally with its first admin client (secret shown once)', response: { 201: 'admin.tenant-created' }, errors: [409],
       audit: { action: 'tenant.created', resourceType: 'tenant' },
-      handler: async ({ ctx, body, mutate }) => {
+      handler: async ({ deps, ctx, body, mutate }) => {
         const id = body.id ?? newId('t').toLowerCase().replace(/[^a-z0-9-]/g, '-');
         let keysMoved = false;
         const out = await mutate(async (tx: TxSql) => {
@@ -99,7 +99,7 @@ export function tenantRoutes(deps: Deps): Route[] {
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/tenants/:id', permission: READ, tags, tenant: 'own',
       summary: 'Get a tenant (platform admins; a tenant admin its own)', response: { 200: 'admin.tenant' }, errors: [404],
-      handler: async ({ ctx, params }) => {
+      handler: async ({ deps, ctx, params }) => {
         if (!ctx.platform && params.id !== ctx.tenantId) throw new Forbidden('forbidden', 'You may only read your own tenant.');
         return { body: tenantView(found(await new TenantRepository(deps.sql, params.id!).get(), tenantNotFound)) };
       },
@@ -108,7 +108,7 @@ export function tenantRoutes(deps: Deps): Route[] {
       method: 'PUT', path: '/api/admin/tenants/:id', permission: WRITE, tags, tenant: 'own', platformOnly: true, body: 'admin.tenant-update',
       summary: 'Update a tenant: the fields given replace the stored ones (settings as a whole)', response: { 200: 'admin.tenant' }, errors: [404, 409],
       audit: { action: 'tenant.updated', resourceType: 'tenant' },
-      handler: async ({ ctx, params, body, mutate }) => {
+      handler: async ({ deps, ctx, params, body, mutate }) => {
         const t0 = params.id!;
         let keysMoved = false;
         const t = await mutate(async (tx: TxSql) => {

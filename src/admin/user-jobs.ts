@@ -76,7 +76,7 @@ export function userJobRoutes(deps: Deps): Route[] {
     summary: 'Start a user import from a CSV and a field mapping (at most 100,000 rows; rows are applied in batches by the jobs worker). The file is checked first: not UTF-8, a malformed header or body 422, over 100,000 rows 413',
     response: { 202: 'user-jobs.job' }, errors: [413, 422, 503],
     audit: { action: 'user_import.create', resourceType: 'user_import' },
-    handler: async ({ ctx, req, body, mutate }) => {
+    handler: async ({ deps, ctx, req, body, mutate }) => {
       const mapping = body.mapping as Mapping;
       checkJobMapping(mapping);
       // The bytes stored are the bytes checked: one copy of the file besides the request's own.
@@ -97,7 +97,7 @@ export function userJobRoutes(deps: Deps): Route[] {
     summary: 'Start an export of the tenant\'s users to CSV through a field mapping in reverse (downloadable once, for an hour)',
     response: { 202: 'user-jobs.job' }, errors: [503],
     audit: { action: 'user_export.create', resourceType: 'user_export', severity: 'warn' },
-    handler: async ({ ctx, body, mutate }) => {
+    handler: async ({ deps, ctx, body, mutate }) => {
       const mapping = body.mapping as Mapping;
       checkJobMapping(mapping);
       const id = newId('exp');

@@ -38,14 +38,14 @@ async function mustLock(store: TenantStore, id: string): Promise<User> {
 /** Users of the current tenant: CRUD, suspend and unsuspend, each emitting its user.* event. */
 export function userRoutes(deps: Deps): Route[] {
   // Suspension and deletion cut every token of the user at once; they and locking end the login sessions.
-  const cutTokens = (tenantId: string, userId: string) => deps.tokens.revocations.revokeBefore(tenantId, 'sub', userId, Date.now(), MAX_ACCESS_TTL);
+  const cutTokens = (d: Deps, tenantId: string, userId: string) => d.tokens.revocations.revokeBefore(tenantId, 'sub', userId, Date.now(), MAX_ACCESS_TTL, d.trace);
   const setStatus = (suspend: boolean): Route => adminRoute(deps, {
     method: 'POST', path: `/api/admin/users/:id/${suspend ? 'suspend' : 'unsuspend'}`, permission: WRITE, tags,
     summary: suspend ? 'Suspend a user: sign-in refused, tokens revoked, login sessions ended (user.suspended)' : 'Lift a suspension (user.unsuspended)',
     response: { 200: 'admin.user' }, errors: suspend ? [404] : [404, 409],
     audit: { action: suspend ? 'user.suspend' : 'user.unsuspend', resourceType: 'user', severity: suspend ? 'warn' : 'info' },
     events: [suspend ? 'user.suspended' : 'user.unsuspended'],
-    handler: async ({ ctx, params, mutate }) => {
+    handler: async ({ deps: d, ctx, params, mutate }) => {
       const id = params.id!;
       const u = await mutate(async (_tx, store, emit) => {
         const cur = await mustLock(store, id);
@@ -58,7 +58,7 @@ export function userRoutes(deps: Deps): Route[] {
         emit(suspend ? 'user.suspended' : 'user.unsuspended', { user_id: id, email: next.email });
         return { result: next, before: userView(cur), after: userView(next) };
       });
-      if (suspend) await Promise.all([cutTokens(ctx.tenantId, id), endLoginSessions(deps, ctx.tenantId, id)]);
+      if (suspend) await Promise.all([cutTokens(d, ctx.tenantId, id), endLoginSessions(d, ctx.tenantId, id)]);
       return { body: userView(u) };
     },
   });
@@ -71,7 +71,7 @@ export function userRoutes(deps: Deps): Route[] {
     response: { 200: 'admin.user' }, errors: [404, 409],
     audit: { action: lock ? 'user.lock' : 'user.unlock', resourceType: 'user', severity: lock ? 'warn' : 'info' },
     events: ['user.updated'],
-    handler: async ({ ctx, params, mutate }) => {
+    handler: async ({ deps: d, ctx, params, mutate }) => {
       const id = params.id!;
       const u = await mutate(async (_tx, store, emit) => {
         const cur = await mustLock(store, id);
@@ -82,7 +82,7 @@ export function userRoutes(deps: Deps): Route[] {
         emit('user.updated', { user_id: id, email: next.email, changed: ['status'], status: want });
         return { result: next, before: userView(cur), after: userView(next) };
       });
-      if (lock) await endLoginSessions(deps, ctx.tenantId, id);
+      if (lock) await endLoginSessions(d, ctx.tenantId, id);
       return { body: userView(u) };
     },
   });
@@ -160,7 +160,7 @@ export function userRoutes(deps: Deps): Route[] {
       summary: 'Delete a user, its role assignments, tokens and login sessions (user.deleted)', response: { 204: null }, errors: [404],
       audit: { action: 'user.delete', resourceType: 'user', severity: 'warn' },
       events: ['user.deleted'],
-      handler: async ({ ctx, params, mutate }) => {
+      handler: async ({ deps: d, ctx, params, mutate }) => {
         const id = params.id!;
         await mutate(async (_tx, store, emit) => {
           const gone = found(await store.users.delete(id), userNotFound);
@@ -168,7 +168,7 @@ export function userRoutes(deps: Deps): Route[] {
           emit('user.deleted', { user_id: id, email: gone.email });
           return { result: null, before: userView(gone) };
         });
-        await Promise.all([cutTokens(ctx.tenantId, id), endLoginSessions(deps, ctx.tenantId, id)]);
+        await Promise.all([cutTokens(d, ctx.tenantId, id), endLoginSessions(d, ctx.tenantId, id)]);
         return { status: 204 };
       },
     }),

@@ -110,7 +110,7 @@ export function webhookRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/webhooks/:id/test', permission: WRITE, tags, body: 'admin.webhook-test-request',
       summary: 'Send a test event now and report the receiver\'s answer (honours Idempotency-Key for 24 h)', response: { 200: 'admin.webhook-test-result' }, errors: [404, 409],
       audit: audit('test'),
-      handler: async ({ req, body, params, store, mutate, unchanged }) => {
+      handler: async ({ deps, req, body, params, store, mutate, unchanged }) => {
         const w = await mustGet(store, params.id!);
         const key = req.headers['idempotency-key'];
         if (key !== undefined && (key.length === 0 || key.length > 255)) throw new ValidationError({ 'Idempotency-Key': ['must be 1 to 255 characters'] });

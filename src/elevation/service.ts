@@ -30,9 +30,9 @@ export function alertData(kind: string, g: { id: string }, r: { id: string; inve
 }
 
 /** Revokes every unexpired token minted from a grant through the revocation service (Postgres first, then Redis). */
-export async function revokeGrantTokens(deps: { tokens: Pick<Deps['tokens'], 'revocations'> }, store: TenantStore, grantId: string, now: number): Promise<number> {
+export async function revokeGrantTokens(deps: { tokens: Pick<Deps['tokens'], 'revocations'>; trace?: Deps['trace'] }, store: TenantStore, grantId: string, now: number): Promise<number> {
   const live = await store.approvals.liveTokens(grantId, now);
-  for (const t of live) await deps.tokens.revocations.revoke(store.tenantId, t.jti, Math.ceil(Number(t.expires_at) / 1000));
+  for (const t of live) await deps.tokens.revocations.revoke(store.tenantId, t.jti, Math.ceil(Number(t.expires_at) / 1000), deps.trace);
   return live.length;
 }
 

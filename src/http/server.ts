@@ -14,7 +14,7 @@ import { wantsJson } from './negotiate.js';
 import { errorReply } from './pages.js';
 import { errorDetails, validate, validatorFor } from './validate.js';
 import { checkInput } from './input-bounds.js';
-import { endServerSpan, inServerSpan, spanIds } from '../tracing/http.js';
+import { endServerSpan, spanIds, startServerSpan } from '../tracing/http.js';
 import { tracingOn } from '../tracing/tracer.js';
 
 /** Refuses to run on the pure-Node fallback that the uWS package silently loads when its binary fails. */
@@ -187,9 +187,10 @@ export class HttpServer {
     });
   }
 
-  /** Runs the route, in a server span when tracing is on (checked here, so untraced requests make no span). */
+  /** Runs the route, in a server span when tracing is on and the request is sampled (checked here, so untraced requests make no span). */
   private run(res: HttpResponse, req: HttpRequest, route: Route, started: number): Promise<void> {
-    return tracingOn ? inServerSpan(req, route.path, () => this.dispatch(res, req, route, started)) : this.dispatch(res, req, route, started);
+    if (tracingOn) startServerSpan(req, route.path);
+    return this.dispatch(res, req, route, started);
   }
 
   private async dispatch(res: HttpResponse, req: HttpRequest, route: Route, started: number): Promise<void> {

@@ -28,7 +28,7 @@ export async function completeAuthorization(deps: Deps, client: Client, req: Aut
   });
   issuing?.catch(() => {});
   // Sent in the same tick as the code write, so it shares its round trip.
-  const ended = deps.tokens.revocations.signInEnded(session.tenantId, session.userId, session.authTime);
+  const ended = deps.tokens.revocations.signInEnded(session.tenantId, session.userId, session.authTime, deps.trace);
   ended.catch(() => {});
   let consented: boolean;
   try {

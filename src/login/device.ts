@@ -18,6 +18,7 @@ import { SESSION_COOKIE } from './options.js';
 import { deviceConfirmPage, deviceEntryPage, messagePage } from './pages.js';
 import { failure, readBody, wantsJson } from './respond.js';
 import { readSession, type Session } from './sessions.js';
+import { depsFor } from '../request-deps.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
@@ -42,29 +43,30 @@ class BadUserCode extends AppError {
  * back is /device/confirm) and allows or denies the device. Each step speaks JSON to API clients and
  * HTML forms with CSRF tokens to browsers, like the login routes.
  */
-export function deviceRoutes(deps: Deps): Route[] {
-  const ctx = loginContext(deps);
-  const { issuer } = deps.config;
+export function deviceRoutes(base: Deps): Route[] {
+  // CSRF only: its keys are the process's (no mail is sent from these pages, so no request's context is needed).
+  const ctx = loginContext(base);
+  const { issuer } = base.config;
   const confirmPath = (handle: string) => `/device/confirm?handle=${encodeURIComponent(handle)}`;
 
   /** Wrong codes per client address, across processes: guessing the 20^8 codes needs this budget. */
   const entryBudget = (ip: string) => [{ key: redisKeys.deviceEntryFailIp(ip || 'unknown'), limit: DEVICE.entryFailuresPerSource, windowMs: DEVICE.entryFailureWindowSeconds * 1000 }];
 
   /** The client behind a device authorization, if it may still sign people in. */
-  async function clientOf(view: DeviceView): Promise<Client> {
+  async function clientOf(deps: Deps, view: DeviceView): Promise<Client> {
     const client = await deps.tokens.clients.get(view.clientId);
     if (!client || client.status !== 'active' || client.tenantId !== view.tenantId) throw new AppError(403, 'client_disabled', 'The application is disabled.');
     if (await deps.tokens.revocations.tenantRefused(view.tenantId)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
     return client;
   }
 
-  const sessionFor = async (req: HttpRequest, view: DeviceView): Promise<Session | null> => {
+  const sessionFor = async (deps: Deps, req: HttpRequest, view: DeviceView): Promise<Session | null> => {
     const s = await readSession(deps, req.cookies()[SESSION_COOKIE]);
     return s && s.tenantId === view.tenantId ? s : null;
   };
 
   /** The sign-in for the authorization's tenant, coming back to its consent page (the way back is built here, never taken from a request). */
-  const signInFirst = (client: Client, handle: string) =>
+  const signInFirst = (deps: Deps, client: Client, handle: string) =>
     saveReturnInteraction(deps.redis, { tenantId: client.tenantId, clientId: client.clientId, issuer, returnTo: { path: confirmPath(handle), name: client.name } });
 
   function confirmPage(req: HttpRequest, client: Client, view: DeviceView, session: Session, handle: string): Reply {
@@ -80,7 +82,7 @@ export function deviceRoutes(deps: Deps): Route[] {
   }
 
   /** The pending authorization a typed code names, counted against both budgets; BadUserCode otherwise. */
-  async function lookUp(typed: string, ip: string): Promise<{ handle: string; view: DeviceView }> {
+  async function lookUp(deps: Deps, typed: string, ip: string): Promise<{ handle: string; view: DeviceView }> {
     const budget = entryBudget(ip);
     await refuseWhenSpent(deps.redis, budget, 'Too many wrong codes were entered. Try again later.');
     const code = normalizeUserCode(typed);
@@ -89,7 +91,7 @@ export function deviceRoutes(deps: Deps): Route[] {
       await recordFailure(deps.redis, budget);
       throw new BadUserCode('That code is not valid. Check the code on your device and try again.');
     }
-    if (entry.kind === 'burned') await reportBurned(entry.handle);
+    if (entry.kind === 'burned') await reportBurned(deps, entry.handle);
     if (entry.kind !== 'ok') throw new BadUserCode(REFUSED[entry.kind]);
     const view = await viewDeviceAuthorization(deps.redis, entry.handle);
     if (!view) throw new BadUserCode(REFUSED.expired);
@@ -97,7 +99,7 @@ export function deviceRoutes(deps: Deps): Route[] {
   }
 
   /** The entry that refused a device authorization for good: `security.suspicious_activity` for its tenant (best effort). */
-  async function reportBurned(handle: string): Promise<void> {
+  async function reportBurned(deps: Deps, handle: string): Promise<void> {
     const view = await viewDeviceAuthorization(deps.redis, handle).catch(() => null);
     if (!view) return;
     await deps.sql.begin((tx) => deviceEntryEvents.emit(tx, view.tenantId, 'security.suspicious_activity', { client_id: view.clientId, reason: 'device_user_code_overuse' }))
@@ -106,6 +108,8 @@ export function deviceRoutes(deps: Deps): Route[] {
 
   /** POST /device: the typed code; then the consent page, or the sign-in first. */
   async function enter(req: HttpRequest): Promise<Reply> {
+    // A sampled request's deps (its clients make spans under it; depsFor), the process's otherwise.
+    const deps = depsFor(base, req);
     let json = wantsJson(req);
     let typed = '';
     let csrf: ReturnType<typeof csrfFor> | undefined;
@@ -115,12 +119,12 @@ export function deviceRoutes(deps: Deps): Route[] {
       validate(validatorFor('login.device-entry'), data);
       if (form) { checkCsrf(ctx, req, data.csrf_token); csrf = csrfFor(ctx, req); }
       typed = String(data.user_code);
-      const { handle, view } = await lookUp(typed, req.ip);
-      const client = await clientOf(view);
-      const session = await sessionFor(req, view);
+      const { handle, view } = await lookUp(deps, typed, req.ip);
+      const client = await clientOf(deps, view);
+      const session = await sessionFor(deps, req, view);
       const shown = { handle, client_name: client.name, scope: view.scope.join(' '), user_code: displayUserCode(view.userCode) };
       if (session) return json ? { headers: NO_STORE, body: { ...shown, login_required: false } } : confirmPage(req, client, view, session, handle);
-      const it = await signInFirst(client, handle);
+      const it = await signInFirst(deps, client, handle);
       if (json) return { headers: NO_STORE, body: { ...shown, login_required: true, interaction: it.id } };
       return { status: 303, headers: { Location: `/authorize/resume?interaction=${encodeURIComponent(it.id)}`, ...NO_STORE } };
     } catch (err) {
@@ -134,13 +138,14 @@ export function deviceRoutes(deps: Deps): Route[] {
 
   /** GET /device/confirm (the way back from sign-in): the consent page, or the sign-in again. */
   async function confirmForm(req: HttpRequest): Promise<Reply> {
+    const deps = depsFor(base, req);
     const handle = (req.queryData as { handle: string }).handle;
     const view = await viewDeviceAuthorization(deps.redis, handle);
     if (!view || !view.pending || view.expired) return messagePage('Start again on your device', 'This device sign-in has expired or was already completed.');
-    const client = await clientOf(view);
-    const session = await sessionFor(req, view);
+    const client = await clientOf(deps, view);
+    const session = await sessionFor(deps, req, view);
     if (!session) {
-      const it = await signInFirst(client, handle);
+      const it = await signInFirst(deps, client, handle);
       return { status: 303, headers: { Location: `/authorize/resume?interaction=${encodeURIComponent(it.id)}`, ...NO_STORE } };
     }
     return confirmPage(req, client, view, session, handle);
@@ -148,6 +153,7 @@ export function deviceRoutes(deps: Deps): Route[] {
 
   /** POST /device/confirm: the signed-in person's decision, taken once while the code lives. */
   async function decide(req: HttpRequest): Promise<Reply> {
+    const deps = depsFor(base, req);
     let json = wantsJson(req);
     try {
       const { form, data } = readBody(req);
@@ -157,9 +163,9 @@ export function deviceRoutes(deps: Deps): Route[] {
       const handle = String(data.handle);
       const view = await viewDeviceAuthorization(deps.redis, handle);
       if (!view) throw new InvalidRequest('This device sign-in has expired or was already completed.');
-      const session = await sessionFor(req, view);
+      const session = await sessionFor(deps, req, view);
       if (!session) throw new Unauthorized('unauthorized', 'Sign in first.');
-      const client = await clientOf(view);
+      const client = await clientOf(deps, view);
       const approve = data.decision === 'allow';
       // The consent is recorded first, so tokens are never issued without one the person can see and revoke.
       if (approve && view.pending && !view.expired) await grantConsent(deps, client, session.userId, view.scope);

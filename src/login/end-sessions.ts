@@ -11,6 +11,6 @@ import { dropUserSessions } from './user-session-index.js';
  * Tokens already issued are not touched here: suspension and deletion cut them on their own.
  */
 export async function endLoginSessions(deps: Deps, tenantId: string, userId: string): Promise<void> {
-  await deps.tokens.revocations.revokeBefore(tenantId, 'login', userId, Date.now(), LOGIN.sessionTtlSeconds);
+  await deps.tokens.revocations.revokeBefore(tenantId, 'login', userId, Date.now(), LOGIN.sessionTtlSeconds, deps.trace);
   await dropUserSessions(deps.redis, tenantId, userId);
 }

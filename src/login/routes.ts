@@ -1,4 +1,5 @@
 import type { Client } from '../clients/model.js';
+import type { Context } from '@opentelemetry/api';
 import type { Deps } from '../deps.js';
 import { AppError, InvalidRequest, isDependencyUnavailable, NotFound, ServiceUnavailable } from '../errors.js';
 import type { HttpRequest } from '../http/request.js';
@@ -7,7 +8,7 @@ import { validate, validatorFor } from '../http/validate.js';
 import { InvalidEmail, isEmail, normalizeEmail } from '../users/email.js';
 import { completeAuthorization, sessionUsable } from './complete.js';
 import { grantConsent } from './consent.js';
-import { loginContext } from './context.js';
+import { loginContext, type LoginContext } from './context.js';
 import { checkCsrf, csrfFor } from './csrf.js';
 import { codeRequestWindows, generateCode, InvalidCode, verifyCode } from './email-code.js';
 import { dropInteraction, loadInteraction, type Interaction } from './interaction.js';
@@ -23,6 +24,8 @@ import { countHits, recordFailure, refuseWhenSpent } from '../store/rate-limit.j
 import { depsFor } from '../request-deps.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+/** A request's deps and login context: the process's, or a sampled request's view (src/request-deps.ts). */
+interface Scope { deps: Deps; ctx: LoginContext }
 
 /**
  * Steps 2 and 3 of the login flow (email code generate and verify), continuing a pending authorization
@@ -32,13 +35,13 @@ const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 export function loginRoutes(deps: Deps): Route[] {
   const ctx = loginContext(deps);
   const { issuer } = deps.config;
-  const shared = { deps, ctx };
+  const shared: Scope = { deps, ctx };
   /** A sampled request's deps and login context (their clients make spans under it); the shared ones otherwise. */
   const scoped = (req: HttpRequest) => { const d = depsFor(deps, req); return d === deps ? shared : { deps: d, ctx: loginContext(d) }; };
   const resumeUrl = (it: Interaction) => `/authorize/resume?interaction=${encodeURIComponent(it.id)}`;
 
-  async function clientFor(id: string | undefined): Promise<Client> {
-    const { party, tenantCheck } = clientForDeferred(id);
+  async function clientFor(id: string | undefined, trace: Context | undefined): Promise<Client> {
+    const { party, tenantCheck } = clientForDeferred(id, trace);
     const client = await party;
     await tenantCheck;
     return client;
@@ -48,19 +51,19 @@ export function loginRoutes(deps: Deps): Route[] {
    * The client, and its tenant's suspension check left in flight (awaited by the caller, which may send
    * its own Redis commands meanwhile so they share the round trip).
    */
-  function clientForDeferred(id: string | undefined): { party: Promise<Client>; tenantCheck: Promise<void> } {
+  function clientForDeferred(id: string | undefined, trace: Context | undefined): { party: Promise<Client>; tenantCheck: Promise<void> } {
     const party = (async () => {
       const client = id ? await deps.tokens.clients.get(id) : null;
       if (!client) throw new NotFound('client_not_found', 'The application is not known to this server.');
       if (client.status !== 'active') throw new AppError(403, 'client_disabled', 'The application is disabled.');
       return client;
     })();
-    return { party, tenantCheck: deferredTenantCheck(party.then((c) => c.tenantId)) };
+    return { party, tenantCheck: deferredTenantCheck(party.then((c) => c.tenantId), trace) };
   }
 
-  function deferredTenantCheck(tenantId: Promise<string>): Promise<void> {
+  function deferredTenantCheck(tenantId: Promise<string>, trace: Context | undefined): Promise<void> {
     const check = tenantId.then(async (t) => {
-      if (await deps.tokens.revocations.tenantRefused(t)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
+      if (await deps.tokens.revocations.tenantRefused(t, trace)) throw new AppError(403, 'forbidden', 'Sign-in is unavailable: this organization is suspended.');
     });
     check.catch(() => {}); // awaited by the caller
     return check;
@@ -70,20 +73,20 @@ export function loginRoutes(deps: Deps): Route[] {
    * Who a sign-in is for: the application of its authorization request, or, for a sign-in one of this
    * server's pages asked for (returnTo), that page within the request's tenant.
    */
-  async function partyOf(it: Interaction): Promise<Party> {
-    const { party, tenantCheck } = partyOfDeferred(it);
+  async function partyOf(it: Interaction, trace: Context | undefined): Promise<Party> {
+    const { party, tenantCheck } = partyOfDeferred(it, trace);
     const p = await party;
     await tenantCheck;
     return p;
   }
 
   type Party = { clientId: string; name: string; tenantId: string; client?: Client };
-  function partyOfDeferred(it: Interaction): { party: Promise<Party>; tenantCheck: Promise<void> } {
+  function partyOfDeferred(it: Interaction, trace: Context | undefined): { party: Promise<Party>; tenantCheck: Promise<void> } {
     if (!it.returnTo) {
-      const { party, tenantCheck } = clientForDeferred(it.request.clientId);
+      const { party, tenantCheck } = clientForDeferred(it.request.clientId, trace);
       return { party: party.then((client) => ({ clientId: client.clientId, name: client.name, tenantId: client.tenantId, client })), tenantCheck };
     }
-    return { party: Promise.resolve({ clientId: it.request.clientId, name: it.returnTo.name, tenantId: it.request.tenantId }), tenantCheck: deferredTenantCheck(Promise.resolve(it.request.tenantId)) };
+    return { party: Promise.resolve({ clientId: it.request.clientId, name: it.returnTo.name, tenantId: it.request.tenantId }), tenantCheck: deferredTenantCheck(Promise.resolve(it.request.tenantId), trace) };
   }
 
   /** The party of a code request, its tenant check left in flight for generateCode (which writes the code meanwhile). */
@@ -92,7 +95,7 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   /** Browser posts: CSRF token first, then the pending authorization request they belong to. */
-  async function browserInteraction(req: HttpRequest, data: Record<string, unknown>, csrf = true): Promise<Interaction> {
+  async function browserInteraction({ deps, ctx }: Scope, req: HttpRequest, data: Record<string, unknown>, csrf = true): Promise<Interaction> {
     if (csrf) checkCsrf(ctx, req, data.csrf_token);
     const it = await loadInteraction(deps.redis, data.interaction);
     if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
@@ -111,8 +114,8 @@ export function loginRoutes(deps: Deps): Route[] {
         // The rate windows count in the round trip of the interaction read (see CodeRequestReads).
         const hits = isEmail(email) ? countHits(deps.redis, codeRequestWindows(email, req.ip)) : undefined;
         hits?.catch(() => {});
-        const it = await browserInteraction(req, data, false);
-        const { party: client, tenantCheck } = await codeParty(partyOfDeferred(it));
+        const it = await browserInteraction({ deps, ctx }, req, data, false);
+        const { party: client, tenantCheck } = await codeParty(partyOfDeferred(it, deps.trace));
         const csrf = csrfFor(ctx, req);
         if (!isEmail(email)) {
           await tenantCheck;
@@ -137,14 +140,14 @@ export function loginRoutes(deps: Deps): Route[] {
     hits.catch(() => {});
     const it = data.interaction !== undefined ? await loadInteraction(deps.redis, data.interaction) : null;
     if (data.interaction !== undefined && !it) throw new InvalidRequest('The interaction has expired.');
-    const { party: client, tenantCheck } = await codeParty(it ? partyOfDeferred(it) : clientForDeferred(data.client_id as string | undefined));
+    const { party: client, tenantCheck } = await codeParty(it ? partyOfDeferred(it, deps.trace) : clientForDeferred(data.client_id as string | undefined, deps.trace));
     if (it && data.client_id !== undefined && data.client_id !== client.clientId) { await tenantCheck; throw new InvalidRequest('client_id does not match the interaction.'); }
     const { expiresIn } = await generateCode(ctx, { email, tenantId: client.tenantId, clientId: client.clientId, clientName: client.name, ip: req.ip }, { hits, tenantCheck });
     return { headers: NO_STORE, body: { sent: true, expires_in: expiresIn, code_length: LOGIN.codeLength } };
   }
 
   /** Checks the code and signs the user in; failures are recorded as auth.login_failed. */
-  async function signIn(email: string, code: string, ip: string): Promise<{ cookie: string; sub: string; authTime: number; tenantId: string }> {
+  async function signIn({ deps, ctx }: Scope, email: string, code: string, ip: string): Promise<{ cookie: string; sub: string; authTime: number; tenantId: string }> {
     // Guessing across codes: failures per address and per client IP are budgeted in Redis (every process).
     const windowMs = LOGIN.verifyFailureWindowSeconds * 1000;
     const budgets = [
@@ -179,11 +182,11 @@ export function loginRoutes(deps: Deps): Route[] {
     if (form) {
       const api = wantsJson(req);
       let it: Interaction;
-      try { it = await browserInteraction(req, data); } catch (err) { return failure(err, api, 'public'); }
+      try { it = await browserInteraction({ deps, ctx }, req, data); } catch (err) { return failure(err, api, 'public'); }
       const email = formString(data, 'email')?.trim() ?? '';
       const code = formString(data, 'code')?.trim() ?? '';
       try {
-        const s = await signIn(email, code, req.ip);
+        const s = await signIn({ deps, ctx }, email, code, req.ip);
         if (s.tenantId !== it.request.tenantId) throw new InvalidCode();
         return { status: 303, headers: { Location: resumeUrl(it), ...NO_STORE }, cookies: [s.cookie] };
       } catch (err) {
@@ -198,7 +201,7 @@ export function loginRoutes(deps: Deps): Route[] {
     // The interaction is read in the same Redis write as the failure budgets signIn reads first.
     const itRead = data.interaction !== undefined ? loadInteraction(deps.redis, data.interaction) : null;
     itRead?.catch(() => {});
-    const s = await signIn(String(data.email), String(data.code).trim(), req.ip);
+    const s = await signIn({ deps, ctx }, String(data.email), String(data.code).trim(), req.ip);
     const it = itRead ? await itRead : null;
     return {
       headers: NO_STORE, cookies: [s.cookie],
@@ -212,7 +215,7 @@ export function loginRoutes(deps: Deps): Route[] {
     try {
       const it = await loadInteraction(deps.redis, (req.queryData as { interaction: string }).interaction);
       if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
-      const party = await partyOf(it);
+      const party = await partyOf(it, deps.trace);
       const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
       // prompt=login and max_age need a sign-in made after the request arrived.
       const fresh = !it.request.prompt.includes('login') && it.request.maxAge === undefined ? true : (session?.authTime ?? 0) >= it.createdAt;
@@ -244,7 +247,7 @@ export function loginRoutes(deps: Deps): Route[] {
       const it = await loadInteraction(deps.redis, data.interaction);
       if (!it) throw new InvalidRequest('This sign-in has expired. Return to the application and start again.');
       if (it.returnTo) throw new InvalidRequest('This sign-in asks for no consent.');
-      const client = await clientFor(it.request.clientId);
+      const client = await clientFor(it.request.clientId, deps.trace);
       const session = await readSession(deps, req.cookies()[SESSION_COOKIE]);
       if (!sessionUsable(session, it.request)) throw new AppError(401, 'unauthorized', 'Sign in first.');
       await dropInteraction(deps.redis, it.id);

@@ -30,9 +30,9 @@ export async function createSession(redis: Redis, s: Omit<Session, 'expiresAt'>)
  * deletion of its user since it began (the user's `login` mark, src/login/end-sessions.ts: it also
  * covers sessions the per-user index never saw). Redis failures fail closed.
  */
-export async function readSession(deps: Pick<Deps, 'redis' | 'tokens'>, id: string | undefined): Promise<Session | null> {
+export async function readSession(deps: Pick<Deps, 'redis' | 'tokens' | 'trace'>, id: string | undefined): Promise<Session | null> {
   const s = await readSessionRecord(deps.redis, id);
-  if (!s || !(await deps.tokens.revocations.signInEnded(s.tenantId, s.userId, s.authTime))) return s;
+  if (!s || !(await deps.tokens.revocations.signInEnded(s.tenantId, s.userId, s.authTime, deps.trace))) return s;
   void destroySession(deps.redis, id).catch(() => {});
   return null;
 }

@@ -29,7 +29,7 @@ export function revokeRoutes(base: Deps): Route[] {
           if (r.client_id !== client.clientId) throw new OAuthError('unauthorized_client', 'The token was not issued to this client.');
           const jtis = await revokeFamily(deps.sql, r.tenant_id, r.family_id);
           const until = Math.floor(Date.now() / 1000) + 86_400;
-          await Promise.all(jtis.map((j) => tokens.revocations.revoke(r.tenant_id, j, until)));
+          await Promise.all(jtis.map((j) => tokens.revocations.revoke(r.tenant_id, j, until, deps.trace)));
           deps.logs?.tokenDecision(client.tenantId, { decision: 'revoke', client_id: client.clientId, token_kind: 'refresh_token', revoked: jtis.length });
         }
         return { status: 200, headers: NO_STORE };
@@ -41,7 +41,7 @@ export function revokeRoutes(base: Deps): Route[] {
       }
       if (p.tenant !== client.tenantId) return { status: 200, headers: NO_STORE };
       if (p.client_id !== client.clientId) throw new OAuthError('unauthorized_client', 'The token was not issued to this client.');
-      await tokens.revocations.revoke(client.tenantId, String(p.jti), Number(p.exp));
+      await tokens.revocations.revoke(client.tenantId, String(p.jti), Number(p.exp), deps.trace);
       deps.logs?.tokenDecision(client.tenantId, { decision: 'revoke', client_id: client.clientId, token_kind: 'access_token', jti: String(p.jti) });
       return { status: 200, headers: NO_STORE };
     },

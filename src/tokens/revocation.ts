@@ -1,6 +1,7 @@
 import type { Context } from '@opentelemetry/api';
 import { statusIdxOf } from './status-list.js';
-import { redisUnder } from '../tracing/under.js';
+import { logIdsOf } from '../tracing/tracer.js';
+import { redisUnder, sqlUnder } from '../tracing/under.js';
 import type { ChainableCommander, Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -169,7 +170,7 @@ export class RevocationStore {
     }
     for (let i = own; i < required; i++) {
       if (v[i] === null || v[i] === undefined) {
-        void this.ensureLoaded(keys[i]).catch((err) => this.log.error({ err }, 'revocation refill failed'));
+        void this.ensureLoaded(keys[i]).catch((err) => this.log.error({ err, ...logIdsOf(trace) }, 'revocation refill failed'));
         throw new RevocationUnavailable();
       }
     }
@@ -187,34 +188,39 @@ export class RevocationStore {
     return { revoked: false, tenantRefused, extras };
   }
 
-  /** Revokes one token id until expSeconds (its exp claim). Durable first, then fast. */
-  async revoke(tenant: string, jti: string, expSeconds: number): Promise<void> {
+  /**
+   * Revokes one token id until expSeconds (its exp claim). Durable first, then fast. `trace`: a sampled
+   * request's context, under which the writes make their spans (as lookup's read does).
+   */
+  async revoke(tenant: string, jti: string, expSeconds: number, trace?: Context): Promise<void> {
     const key = RevocationStore.jtiKey(jti);
     if (!key) return;
     const expMs = expSeconds * 1000;
+    const sql = trace === undefined ? this.sql : sqlUnder(this.sql, trace);
     // A token's status-list index (src/tokens/status-list.ts) is kept with its revocation: lists are built from here.
-    await this.sql`insert into revocations (jti, tenant_id, expires_at, status_idx) values (${jti}, ${tenant}, ${expMs}, ${statusIdxOf(jti) ?? null}) on conflict (jti) do nothing`;
-    if (expMs - Date.now() > 0) await this.writeRedis(key, (p) => { p.set(key, '1', 'PX', Math.max(1, expMs - Date.now())); });
+    await sql`insert into revocations (jti, tenant_id, expires_at, status_idx) values (${jti}, ${tenant}, ${expMs}, ${statusIdxOf(jti) ?? null}) on conflict (jti) do nothing`;
+    if (expMs - Date.now() > 0) await this.writeRedis(key, (p) => { p.set(key, '1', 'PX', Math.max(1, expMs - Date.now())); }, trace);
   }
 
   /** Revokes everything issued to a user (sub) or a client before atMs, for as long as such tokens can live. */
-  async revokeBefore(tenant: string, kind: MarkKind, id: string, atMs: number, maxTtlSeconds: number): Promise<void> {
+  async revokeBefore(tenant: string, kind: MarkKind, id: string, atMs: number, maxTtlSeconds: number, trace?: Context): Promise<void> {
     const expiresAt = atMs + maxTtlSeconds * 1000;
-    await this.sql`insert into revocation_marks (tenant_id, subject_kind, subject_id, not_before, expires_at)
+    const sql = trace === undefined ? this.sql : sqlUnder(this.sql, trace);
+    await sql`insert into revocation_marks (tenant_id, subject_kind, subject_id, not_before, expires_at)
                    values (${tenant}, ${kind}, ${id}, ${atMs}, ${expiresAt})
                    on conflict (tenant_id, subject_kind, subject_id) do update
                    set not_before = greatest(revocation_marks.not_before, excluded.not_before), expires_at = greatest(revocation_marks.expires_at, excluded.expires_at)`;
     const key = RevocationStore.markKey(tenant, kind, id);
     // Never lowers a later mark: the script keeps the greater not-before (and is what a retry runs again).
-    await this.writeRedis(key, (p) => { p.eval(RAISE_MARK, 1, key, String(atMs), String(Math.max(1, expiresAt - Date.now()))); });
+    await this.writeRedis(key, (p) => { p.eval(RAISE_MARK, 1, key, String(atMs), String(Math.max(1, expiresAt - Date.now()))); }, trace);
   }
 
   /**
    * Whether the tenant is suspended, being deleted or deleted (its mark is present). Fails closed like
    * the token check: no answer before the state is loaded. For the login flow, which has no token yet.
    */
-  async tenantRefused(tenant: string): Promise<boolean> {
-    return (await this.guardedGet(redisKeys.tenantSuspended(tenant))) !== null;
+  async tenantRefused(tenant: string, trace?: Context): Promise<boolean> {
+    return (await this.guardedGet(redisKeys.tenantSuspended(tenant), trace)) !== null;
   }
 
   /**
@@ -222,18 +228,18 @@ export class RevocationStore {
    * suspended or deleted at or after it (the `login` mark). Fails closed like tenantRefused. Same-second
    * sign-ins count as ended, as tokens do: authTime has one-second precision.
    */
-  async signInEnded(tenant: string, userId: string, authTime: number): Promise<boolean> {
-    const mark = await this.guardedGet(RevocationStore.markKey(tenant, 'login', userId));
+  async signInEnded(tenant: string, userId: string, authTime: number, trace?: Context): Promise<boolean> {
+    const mark = await this.guardedGet(RevocationStore.markKey(tenant, 'login', userId), trace);
     return mark !== null && authTime * 1000 <= Number(mark);
   }
 
   /** One key of the revocation state, read with its slot's sentinel: null when absent; throws before the state is loaded. */
-  private async guardedGet(key: string): Promise<string | null> {
+  private async guardedGet(key: string, trace: Context | undefined): Promise<string | null> {
     const sentinel = this.sentinels.of(key);
     let v: (string | null | undefined)[];
-    try { v = await mgetAcrossSlots(this.redis, [key, sentinel]); } catch (err) { throw new RevocationUnavailable(err); }
+    try { v = await mgetAcrossSlots(trace === undefined ? this.redis : redisUnder(this.redis, trace), [key, sentinel]); } catch (err) { throw new RevocationUnavailable(err); }
     if (v[1] === null || v[1] === undefined) {
-      void this.ensureLoaded(sentinel).catch((err) => this.log.error({ err }, 'revocation refill failed'));
+      void this.ensureLoaded(sentinel).catch((err) => this.log.error({ err, ...logIdsOf(trace) }, 'revocation refill failed'));
       throw new RevocationUnavailable();
     }
     return v[0] ?? null;
@@ -243,9 +249,9 @@ export class RevocationStore {
    * Sets (a status other than active) or clears (active) the tenant's suspension mark. Postgres
    * (tenants.status) is already written by the caller; a Redis failure forces a refill from it.
    */
-  async markTenant(tenant: string, status: string): Promise<void> {
+  async markTenant(tenant: string, status: string, trace?: Context): Promise<void> {
     const key = redisKeys.tenantSuspended(tenant);
-    await this.writeRedis(key, (p) => { if (status === 'active') p.del(key); else p.set(key, status); });
+    await this.writeRedis(key, (p) => { if (status === 'active') p.del(key); else p.set(key, status); }, trace);
   }
 
   /**
@@ -314,12 +320,12 @@ export class RevocationStore {
    * still ends with the key on the promoted replica soon after. A write that failed is answered 503
    * too, its slot's sentinel is dropped so the slot is refilled from Postgres, and it is retried.
    */
-  private async writeRedis(key: string, write: Write): Promise<void> {
+  private async writeRedis(key: string, write: Write, trace?: Context): Promise<void> {
     let acked: number;
     try {
-      acked = await this.writeOnce(write);
+      acked = await this.writeOnce(write, trace);
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'revocation written to postgres but not redis; forcing refill');
+      this.log.warn({ err: (err as Error).message, ...logIdsOf(trace) }, 'revocation written to postgres but not redis; forcing refill');
       this.dirty.add(this.sentinels.of(key));
       void this.forgetDirty().catch(() => {});
       this.retry(key, write);
@@ -327,15 +333,15 @@ export class RevocationStore {
     }
     if (acked < this.replication.acks) {
       // Acknowledging it now would let a failover of this master lose it (the replica promoted without it).
-      this.log.warn({ acked, wanted: this.replication.acks }, 'revocation not acknowledged by a replica in time; answering 503 and writing it again until one has it');
+      this.log.warn({ acked, wanted: this.replication.acks, ...logIdsOf(trace) }, 'revocation not acknowledged by a replica in time; answering 503 and writing it again until one has it');
       this.retry(key, write);
       throw new RevocationNotReplicated();
     }
   }
 
   /** One write (with its WAIT): the number of replicas that acknowledged it. */
-  private async writeOnce(write: Write): Promise<number> {
-    const p = this.redis.pipeline();
+  private async writeOnce(write: Write, trace?: Context): Promise<number> {
+    const p = (trace === undefined ? this.redis : redisUnder(this.redis, trace)).pipeline();
     write(p);
     const { acks, waitMs } = this.replication;
     if (acks > 0) p.wait(acks, waitMs);

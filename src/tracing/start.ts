@@ -8,6 +8,7 @@ import {
 import type { TracingConfig } from './config.js';
 import { ScopedContextManager } from './scoped-context.js';
 import { SyncContextManager } from './sync-context.js';
+import { EdgeSampler, rootRatioOf, setRootRatio } from './edge-sampling.js';
 import { setTracingOn } from './tracer.js';
 
 function samplerOf(c: TracingConfig): Sampler {
@@ -23,7 +24,8 @@ function samplerOf(c: TracingConfig): Sampler {
 
 /**
  * Starts tracing for this process (one per process, before its clients are made): the OTLP/HTTP JSON
- * exporter behind a batch processor, the configured sampler, W3C trace context, and a context
+ * exporter behind a batch processor, the configured sampler (with the HTTP server's edge decision:
+ * edge-sampling.ts), W3C trace context, and a context
  * manager. The HTTP process (`role` http) never enables promise hooks: its requests carry their context
  * explicitly (sync-context.ts says why). Worker processes, off the hot paths, use AsyncLocalStorage (on
  * only while a trace is open: scoped-context.ts) so a job's span follows it across awaits. close()
@@ -44,7 +46,7 @@ export function startTracing(c: TracingConfig, role: string): { close(): Promise
   }
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': c.serviceName, 'service.instance.id': `${role}-${process.pid}`, 'svc.role': role }),
-    sampler: samplerOf(c),
+    sampler: new EdgeSampler(samplerOf(c)),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: c.endpoint, headers: { ...c.headers } }), {
       scheduledDelayMillis: c.scheduleDelayMs, maxExportBatchSize: c.maxExportBatchSize, maxQueueSize: c.maxQueueSize,
     })],
@@ -53,6 +55,7 @@ export function startTracing(c: TracingConfig, role: string): { close(): Promise
   context.setGlobalContextManager(manager);
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
+  setRootRatio(rootRatioOf(c));
   setTracingOn(true);
   shared = { users: 1, provider, manager };
   return closer(shared);

@@ -100,9 +100,13 @@ export function traceparentOf(ctx: Context): string | null {
   return sc && (sc.traceFlags & 1) === 1 ? `00-${sc.traceId}-${sc.spanId}-01` : null;
 }
 
+/** The trace and span ids of a sampled request's context (none without one), for a service's own log lines about that request. */
+export function logIdsOf(ctx: Context | undefined): Record<string, string> {
+  const sc = ctx === undefined ? undefined : trace.getSpan(ctx)?.spanContext();
+  return sc ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
+}
+
 /** The trace and span ids of the active span, for log lines of a traced request. */
 export function logIds(): Record<string, string> {
-  if (!tracingOn) return {};
-  const sc = trace.getActiveSpan()?.spanContext();
-  return sc ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
+  return tracingOn ? logIdsOf(context.active()) : {};
 }

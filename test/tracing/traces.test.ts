@@ -14,7 +14,7 @@ import { startReceiver } from '../webhooks/fixtures.js';
 // local receiver collects what the real exporter posts; traces are found by the trace id of the
 // traceparent each request sends, so the assertions read what an operator's collector would show.
 
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: Array<{ key: string; value: Record<string, unknown> }> }
+interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; startTimeUnixNano?: string; endTimeUnixNano?: string; attributes?: Array<{ key: string; value: Record<string, unknown> }> }
 const spans: OtlpSpan[] = [];
 const bodies: string[] = [];
 const receiver = http.createServer((req, res) => {
@@ -109,6 +109,12 @@ t.test('a login step is traced without the address or the code', async (t) => {
   await waitFor(async () => traceOf(p.traceId).some((s) => s.kind === 2) && traceOf(v.traceId).some((s) => s.kind === 2), 10_000, 50);
   t.equal(traceOf(p.traceId).find((s) => s.kind === 2)!.name, 'POST /email-code/generate');
   t.ok(traceOf(p.traceId).some((s) => s.name.startsWith('redis ')), 'the code is kept in Redis, under the request');
+  // The verify step's own work (code check and failure budgets, the user's sign-in, the session) is under its span too.
+  const verifyServer = traceOf(v.traceId).find((s) => s.kind === 2)!;
+  await waitFor(async () => traceOf(v.traceId).some((s) => attr(s, 'db.system.name') === 'postgresql'), 10_000, 50).catch(() => {});
+  const verifySpans = traceOf(v.traceId);
+  t.ok(verifySpans.some((s) => s.name.startsWith('redis ') && descends(verifySpans, s, verifyServer.spanId)), `Redis under the verify step (${verifySpans.map((s) => s.name).join(', ')})`);
+  t.ok(verifySpans.some((s) => attr(s, 'db.system.name') === 'postgresql' && descends(verifySpans, s, verifyServer.spanId)), 'the sign-in\'s Postgres statements under the verify step');
   // The email job was added by the request and run by the email worker: the worker's span is in the same trace.
   await waitFor(async () => traceOf(p.traceId).some((s) => s.kind === 5 /* CONSUMER */), 10_000, 50);
   const generate = traceOf(p.traceId).find((s) => s.kind === 2)!;
@@ -119,6 +125,27 @@ t.test('a login step is traced without the address or the code', async (t) => {
   t.notOk(all.includes(email), 'no address in any exported span');
   t.notOk(all.includes(code), 'no code in any exported span');
   t.notOk(all.includes(b.clients.web.client_secret), 'no client secret');
+});
+
+t.test('a revocation\'s writes are under the /revoke request: the Postgres record first, then the Redis key', async (t) => {
+  const ex = b.clients.exchanger;
+  const auth = basic(ex.client_id, ex.client_secret);
+  const cc = await (await fetch(`${srv.url}/token`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&scope=read' })).json() as { access_token: string };
+  const p = parent();
+  const res = await fetch(`${srv.url}/revoke`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded', traceparent: p.header }, body: new URLSearchParams({ token: cc.access_token }) });
+  t.equal(res.status, 200);
+  const found = () => traceOf(p.traceId);
+  await waitFor(async () => found().some((s) => s.kind === 2) && found().some((s) => /^INSERT revocations/.test(s.name)) && found().some((s) => s.name.startsWith('redis ')), 10_000, 50).catch(() => {});
+  const server = found().find((s) => s.kind === 2);
+  t.equal(server?.name, 'POST /revoke');
+  const insert = found().find((s) => /^INSERT revocations/.test(s.name));
+  t.ok(insert && descends(found(), insert, server!.spanId), `the revocation record under the request (${found().map((s) => s.name).join(', ')})`);
+  // Durable first: the Redis write that makes the revocation fast starts once the record is stored.
+  t.ok(insert !== undefined && found().some((s) => s.name.startsWith('redis ') && descends(found(), s, server!.spanId) && BigInt(s.startTimeUnixNano ?? 0) >= BigInt(insert.endTimeUnixNano ?? 0)), 'the revocation key written under the request, after the record');
+  const rs = b.clients.resource_server;
+  const still = await (await fetch(`${srv.url}/introspect`, { method: 'POST', headers: { authorization: basic(rs.client_id, rs.client_secret), 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: cc.access_token }) })).json() as { active: boolean };
+  t.equal(still.active, false, 'and the token is revoked');
+  t.notOk(bodies.join('\n').includes(cc.access_token), 'no token in any exported span');
 });
 
 t.test('a statement run for a request gets a Postgres span without its values', async (t) => {

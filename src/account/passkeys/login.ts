@@ -16,6 +16,7 @@ import { LOGIN } from '../../login/options.js';
 import { PASSKEY_SCRIPT } from '../../login/pages.js';
 import { createSession, sessionCookie } from '../../login/sessions.js';
 import { loginContext } from '../../login/context.js';
+import { depsFor } from '../../request-deps.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 const expired = () => new InvalidRequest('This sign-in has expired. Return to the application and start again.');
@@ -61,11 +62,11 @@ async function loginWithPasskey(deps: Deps, a: { tenantId: string; clientId: str
  * authorization request, then the assertion, which starts the same svc_session and continues that
  * request. Each ceremony counts against the same per-IP limit as code requests.
  */
-export function passkeyLoginRoutes(deps: Deps): Route[] {
-  const ctx = loginContext(deps);
-  const rp = relyingParty(deps.config);
+export function passkeyLoginRoutes(base: Deps): Route[] {
+  const { secureCookies } = loginContext(base);
+  const rp = relyingParty(base.config);
 
-  async function failed(tenantId: string, clientId: string, userId: string | undefined, reason: string): Promise<void> {
+  async function failed(deps: Deps, tenantId: string, clientId: string, userId: string | undefined, reason: string): Promise<void> {
     await deps.store.transaction(tenantId, async (_s, tx) => {
       await passkeyLoginEvents.emit(tx, tenantId, 'auth.login_failed', { ...(userId ? { user_id: userId } : {}), client_id: clientId, method: 'passkey', reason });
       if (reason === 'counter_regression') await passkeyLoginEvents.emit(tx, tenantId, 'security.alert', { ...(userId ? { user_id: userId } : {}), client_id: clientId, reason: 'passkey_counter_regression' });
@@ -77,6 +78,8 @@ export function passkeyLoginRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/login/passkey/options', iface: 'oauth', body: 'json', bodySchema: 'account.ceremony-start', bodyLimit: 4096,
       doc: { summary: 'Passkey sign-in: WebAuthn options for a pending authorization request', tags: ['login'], security: 'none', responses: { 200: 'account.ceremony-options' }, errors: [400, 403, 429, 503] },
       handler: async ({ req, body }) => {
+        // A sampled request's deps (its clients make spans under it; depsFor), the process's otherwise.
+        const deps = depsFor(base, req);
         const it = await loadInteraction(deps.redis, body.interaction);
         if (!it) throw expired();
         await assertLoginMethod(deps.tokens.tenantSettings, it.request.tenantId, 'passkey');
@@ -88,25 +91,26 @@ export function passkeyLoginRoutes(deps: Deps): Route[] {
     route({
       method: 'POST', path: '/login/passkey/verify', iface: 'oauth', body: 'json', bodySchema: 'account.passkey-assertion', bodyLimit: 32_768,
       doc: { summary: 'Passkey sign-in: check the assertion and start a session (cookie svc_session)', tags: ['login'], security: 'none', responses: { 200: 'account.passkey-signed-in' }, errors: [400, 403, 503] },
-      handler: async ({ body }) => {
+      handler: async ({ req, body }) => {
+        const deps = depsFor(base, req);
         const it = await loadInteraction(deps.redis, body.interaction);
         if (!it) throw expired();
         const { tenantId, clientId } = it.request;
         await assertLoginMethod(deps.tokens.tenantSettings, tenantId, 'passkey');
         const response = body.response as unknown as AuthenticationResponseJSON;
         const passkey = typeof response.id === 'string' ? await deps.store.forTenant(tenantId).passkeys.findByCredentialId(response.id) : null;
-        if (!passkey) { await failed(tenantId, clientId, undefined, 'unknown_credential'); throw new PasskeyRefused('unknown_credential', 'This passkey is not registered here.'); }
+        if (!passkey) { await failed(deps, tenantId, clientId, undefined, 'unknown_credential'); throw new PasskeyRefused('unknown_credential', 'This passkey is not registered here.'); }
         const out = await verifyAssertion(deps.redis, rp, { kind: 'login', tenantId, interaction: it.id }, response, passkey);
         if (!out.ok) {
           deps.log.info({ reason: out.reason, detail: out.message }, 'passkey assertion refused');
-          await failed(tenantId, clientId, passkey.user_id, out.reason);
+          await failed(deps, tenantId, clientId, passkey.user_id, out.reason);
           throw new PasskeyRefused(out.reason, out.reason === 'counter_regression' ? 'This passkey cannot be used: its signature counter went backwards.' : undefined);
         }
         const user = await loginWithPasskey(deps, { tenantId, clientId, passkey, newCounter: out.newCounter, backedUp: out.backedUp });
         const authTime = Math.floor(Date.now() / 1000);
         const { id } = await createSession(deps.redis, { tenantId, userId: user.id, email: user.email, authTime });
         return {
-          headers: NO_STORE, cookies: [sessionCookie(id, ctx.secureCookies)],
+          headers: NO_STORE, cookies: [sessionCookie(id, secureCookies)],
           body: { authenticated: true, sub: user.id, auth_time: authTime, expires_in: LOGIN.sessionTtlSeconds, continue: `${deps.config.issuer}/authorize/resume?interaction=${encodeURIComponent(it.id)}` },
         };
       },

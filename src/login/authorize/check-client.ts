@@ -20,7 +20,7 @@ export async function checkClientDeferred(deps: Deps, q: Query): Promise<{ clien
   const client = await deps.tokens.clients.get(clientId);
   if (!client) throw new PageError('The application is not known to this server.', 400, 'client_not_found');
   if (client.status !== 'active') throw new PageError('The application is disabled.', 403, 'client_disabled');
-  const tenantCheck = deps.tokens.revocations.tenantRefused(client.tenantId).then((refused) => {
+  const tenantCheck = deps.tokens.revocations.tenantRefused(client.tenantId, deps.trace).then((refused) => {
     if (refused) throw new PageError('Sign-in is unavailable: this organization is suspended.', 403, 'forbidden');
   });
   tenantCheck.catch(() => {}); // awaited by the caller; never an unhandled rejection meanwhile

@@ -11,7 +11,7 @@ import { audClaim, bindTo, narrowScope, tokenType, ttlFor, type Grant } from './
 async function revokeAccessJtis(deps: Deps, tenant: string, jtis: string[]): Promise<void> {
   // Access token lifetimes are capped at one day (config and client limits), so this outlives any of them.
   const until = Math.floor(Date.now() / 1000) + 86_400;
-  await Promise.all(jtis.map((j) => deps.tokens.revocations.revoke(tenant, j, until)));
+  await Promise.all(jtis.map((j) => deps.tokens.revocations.revoke(tenant, j, until, deps.trace)));
 }
 
 /** RFC 6749 6 with rotation on every use and reuse detection (RFC 9700 4.14.2). */

@@ -9,7 +9,7 @@ import type { IssuedForUser } from './grant.js';
  * Shared by the authorization code and device code grants.
  */
 export async function revokeIssued(deps: Deps, tenant: string, issued: IssuedForUser): Promise<void> {
-  await deps.tokens.revocations.revoke(tenant, issued.accessJti, issued.accessExp);
+  await deps.tokens.revocations.revoke(tenant, issued.accessJti, issued.accessExp, deps.trace);
   if (issued.refreshFamily) await revokeFamily(deps.sql, tenant, issued.refreshFamily);
 }
 
@@ -26,7 +26,7 @@ export async function issueOnce<T extends { issued: IssuedForUser }>(
   deps: Deps, tenant: string, approval: { userId: string; authTime: number },
   issue: () => Promise<T>, record: (issued: IssuedForUser) => Promise<boolean>, replayed: () => OAuthError,
 ): Promise<T> {
-  const ended = () => deps.tokens.revocations.signInEnded(tenant, approval.userId, approval.authTime);
+  const ended = () => deps.tokens.revocations.signInEnded(tenant, approval.userId, approval.authTime, deps.trace);
   let out: T;
   try {
     out = await issue();
