@@ -90,7 +90,7 @@ export function registrationRoutes(base: Deps): Route[] {
   /** After the commit: every process forgets its cached copy; a deleted client also loses its access tokens. */
   const announce = async (deps: Deps, tenantId: string, clientId: string, cutOff: boolean) => {
     await deps.tokens.clients.changed(clientId);
-    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
+    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL, deps.trace);
   };
 
   const managedBy = (req: HttpRequest): { reg: ClientRegistrationRow; actor: Actor } => {
