@@ -16,6 +16,7 @@ import { loginContext } from '../login/context.js';
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { authenticationOptions, PasskeyRefused, relyingParty, verifyAssertion } from './passkeys/webauthn.js';
 import { deriveKey } from '../tokens/secrets.js';
+import { depsFor } from '../request-deps.js';
 
 const APPROVE = 'admin:approvals:approve';
 const tags = ['approvals'];
@@ -26,10 +27,12 @@ const NO_STORE = { 'Cache-Control': 'no-store' };
  * email_otp step-up code, and completion, which approves or denies the step. Any artifact that is not
  * the caller's to complete, consumed, or expired answers the same 404.
  */
-export function approvalArtifactRoutes(deps: Deps): Route[] {
-  const codeKey = deriveKey(deps.config.keyEncryptionKey, 'approval-step-up');
+export function approvalArtifactRoutes(base: Deps): Route[] {
+  const codeKey = deriveKey(base.config.keyEncryptionKey, 'approval-step-up');
 
-  async function load(req: HttpRequest, artifactId: string) {
+  // Each handler works with its request's deps (depsFor), passed down so that a sampled request's
+  // Postgres and Redis spans are made under its server span.
+  async function load(deps: Deps, req: HttpRequest, artifactId: string) {
     const ctx = await adminContext(deps, req, APPROVE, 'own');
     const store = deps.store.forTenant(ctx.tenantId);
     const now = Date.now();
@@ -47,7 +50,7 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
    * Passkey step-up: an assertion by one of the approver's own passkeys over a challenge the server
    * issued for this artifact and approver (taken once); the sign counter must move forward.
    */
-  async function verifyPasskey(tenantId: string, userId: string, artifactId: string, response: AuthenticationResponseJSON | undefined): Promise<void> {
+  async function verifyPasskey(deps: Deps, tenantId: string, userId: string, artifactId: string, response: AuthenticationResponseJSON | undefined): Promise<void> {
     if (!response) throw new PasskeyRefused('missing', 'This artifact needs a passkey assertion (POST .../passkey-options first).');
     const passkeys = deps.store.forTenant(tenantId).passkeys;
     const pk = await passkeys.findByCredentialId(response.id);
@@ -62,7 +65,7 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/api/approval-artifacts/:artifactId', iface: 'admin',
       doc: { summary: 'An approval artifact awaiting its approver: the request and step it decides, and how to complete it', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'elevation.artifact-detail' }, errors: [401, 403, 404] },
       handler: async ({ req, params }) => {
-        const { a, r, steps, step, now } = await load(req, params.artifactId!);
+        const { a, r, steps, step, now } = await load(depsFor(base, req), req, params.artifactId!);
         const s = stepView(step, now);
         return {
           headers: NO_STORE,
@@ -79,7 +82,8 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/approval-artifacts/:artifactId/email-code', iface: 'admin', body: 'json',
       doc: { summary: 'Email the approver the one-time code that completes an email_otp artifact', tags, security: 'bearer', permission: APPROVE, responses: { 202: 'elevation.artifact-code-sent' }, errors: [401, 403, 404, 409] },
       handler: async ({ req, params }) => {
-        const { ctx, store, a, r, now } = await load(req, params.artifactId!);
+        const deps = depsFor(base, req);
+        const { ctx, store, a, r, now } = await load(deps, req, params.artifactId!);
         if (a.method !== 'email_otp') throw new Conflict('conflict', 'This artifact is not completed with an emailed code.');
         const user = await store.users.get(ctx.actor.id);
         if (!user) throw new Conflict('conflict', 'The approver has no email address on record.');
@@ -92,7 +96,8 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/approval-artifacts/:artifactId/passkey-options', iface: 'admin', body: 'json',
       doc: { summary: 'WebAuthn options to complete a passkey artifact with one of the approver\'s own passkeys', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'account.ceremony-options' }, errors: [401, 403, 404, 409] },
       handler: async ({ req, params }) => {
-        const { ctx, store, a } = await load(req, params.artifactId!);
+        const deps = depsFor(base, req);
+        const { ctx, store, a } = await load(deps, req, params.artifactId!);
         if (a.method !== 'passkey') throw new Conflict('conflict', 'This artifact is not completed with a passkey.');
         const own = await store.passkeys.listForUser(ctx.actor.id);
         if (!own.length) throw new Conflict('conflict', 'The approver has no passkey.');
@@ -104,11 +109,12 @@ export function approvalArtifactRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/approval-artifacts/:artifactId/complete', iface: 'admin', body: 'json', bodySchema: 'elevation.artifact-complete',
       doc: { summary: 'Complete an artifact: approve or deny its step, with the step-up its method needs (single use)', tags, security: 'bearer', permission: APPROVE, responses: { 200: 'elevation.artifact-completed' }, errors: [400, 401, 403, 404, 409] },
       handler: async ({ req, params, body }) => {
-        const { ctx, a, r } = await load(req, params.artifactId!);
+        const deps = depsFor(base, req);
+        const { ctx, a, r } = await load(deps, req, params.artifactId!);
         // Step-up proof is what the server recorded, never an assertion the client echoes. Once checked
         // here it is handed to decideStep as `proof`, the only way a step-up step is approved.
         if (a.method === 'email_otp') await verifyStepUpCode(deps.redis, codeKey, ctx.tenantId, a.id, ctx.actor.id, body.code);
-        else if (a.method === 'passkey') await verifyPasskey(ctx.tenantId, ctx.actor.id, a.id, body.passkey as unknown as AuthenticationResponseJSON | undefined);
+        else if (a.method === 'passkey') await verifyPasskey(deps, ctx.tenantId, ctx.actor.id, a.id, body.passkey as unknown as AuthenticationResponseJSON | undefined);
         else if (a.method === 'reauth') {
           const authTime = Number(ctx.token.auth_time);
           if (!Number.isFinite(authTime) || Date.now() / 1000 - authTime > REAUTH_MAX_AGE_SECONDS) throw new Forbidden('forbidden', 'Sign in again to complete this artifact.');

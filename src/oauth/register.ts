@@ -21,6 +21,7 @@ import { type ClientRegistrationRow, type InitialAccessTokenRow, type Registrati
 import { servingStatus } from '../tenants/settings-cache.js';
 import { hashSecret, secretMatches } from '../tokens/secrets.js';
 import { NO_STORE } from './params.js';
+import { depsFor } from '../request-deps.js';
 
 const MAX_ACCESS_TTL = 86_400;
 /** Fields of an RFC 7592 answer that a client may not send back in its update (RFC 7592 2.2). */
@@ -37,15 +38,18 @@ interface Registrant { tenantId: string; policy: RegistrationPolicyRow; token: I
  * its tenant (admin API, tokens, audit), marked registered_dynamically; the tenant's policy
  * (src/admin/registration.ts) says who may register what.
  */
-export function registrationRoutes(deps: Deps): Route[] {
-  const { issuer } = deps.config;
-  const key = deps.tokens.secretKey;
+export function registrationRoutes(base: Deps): Route[] {
+  const { issuer } = base.config;
+  const key = base.tokens.secretKey;
   const uriOf = (clientId: string) => `${issuer}/register/${encodeURIComponent(clientId)}`;
   const registrants = new WeakMap<HttpRequest, Registrant>();
   const managed = new WeakMap<HttpRequest, ClientRegistrationRow>();
 
+  // Helpers that read or write take the request's deps (depsFor), so a sampled request's Postgres and
+  // Redis spans are made under its server span.
+
   /** Refuses a suspended or deleted tenant's registrations and management. */
-  const assertServing = async (tenantId: string) => {
+  const assertServing = async (deps: Deps, tenantId: string) => {
     if (!servingStatus((await deps.tokens.tenantSettings.get(tenantId)).status)) throw new OAuthError('access_denied', 'The tenant is suspended.', 403);
   };
 
@@ -54,7 +58,7 @@ export function registrationRoutes(deps: Deps): Route[] {
    * one, the tenant `?tenant=` names (as /account does), else the default tenant, which must have
    * opened registration.
    */
-  const registrant = async (req: HttpRequest): Promise<Registrant> => {
+  const registrant = async (deps: Deps, req: HttpRequest): Promise<Registrant> => {
     const named = req.searchParams().get('tenant') || undefined;
     if (req.headers.authorization !== undefined) {
       const value = bearerToken(req);
@@ -80,13 +84,13 @@ export function registrationRoutes(deps: Deps): Route[] {
     } else if (policy.require_software_statement) {
       throw new OAuthError('invalid_software_statement', 'This tenant registers clients only with a software statement of a trusted issuer.');
     }
-    return { fields: registeredFields(metadata, policy, deps.tokens.keys.algsOf(tenantId)), issuer: issuerOfStatement };
+    return { fields: registeredFields(metadata, policy, base.tokens.keys.algsOf(tenantId)), issuer: issuerOfStatement };
   };
 
   /** After the commit: every process forgets its cached copy; a deleted client also loses its access tokens. */
-  const announce = async (tenantId: string, clientId: string, cutOff: boolean) => {
+  const announce = async (deps: Deps, tenantId: string, clientId: string, cutOff: boolean) => {
     await deps.tokens.clients.changed(clientId);
-    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL);
+    if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL, deps.trace);
   };
 
   const managedBy = (req: HttpRequest): { reg: ClientRegistrationRow; actor: Actor } => {
@@ -98,10 +102,11 @@ export function registrationRoutes(deps: Deps): Route[] {
     iface: 'oauth' as const,
     /** RFC 7592 2: the registration access token for exactly this client, compared in constant time. */
     authenticate: async (req: HttpRequest) => {
+      const deps = depsFor(base, req);
       const value = bearerToken(req);
       const reg = value ? await findRegistrationForManagement(deps.sql, req.params.clientId!) : null;
       if (!value || !secretMatches(key, value, reg?.token_hash ?? null) || !reg) throw invalidToken('The registration access token is invalid for this client.');
-      await assertServing(reg.tenant_id);
+      await assertServing(deps, reg.tenant_id);
       managed.set(req, reg);
     },
   };
@@ -114,13 +119,15 @@ export function registrationRoutes(deps: Deps): Route[] {
         tags: ['oauth'], security: 'bearer', responses: { 201: 'oauth.client-registration-response' }, errors: [400, 401, 403, 429, 503],
       },
       authenticate: async (req) => {
-        const r = await registrant(req);
-        await assertServing(r.tenantId);
+        const deps = depsFor(base, req);
+        const r = await registrant(deps, req);
+        await assertServing(deps, r.tenantId);
         // Per source address and tenant, before the body is read (src/store/rate-limit.ts; 429 with Retry-After).
         await hitLimits(deps.redis, [{ key: redisKeys.registrationRate(r.tenantId, req.ip), limit: r.policy.rate_limit_per_minute, windowMs: 60_000 }], 'Too many client registrations from this address; retry later.');
         registrants.set(req, r);
       },
       handler: async ({ req, body }) => {
+        const deps = depsFor(base, req);
         const { tenantId, policy, token } = registrants.get(req)!;
         const repo = deps.store.forTenant(tenantId).registrations;
         const { fields, issuer: iss } = await fieldsOf(tenantId, repo, body, policy);
@@ -144,7 +151,7 @@ export function registrationRoutes(deps: Deps): Route[] {
             metadata: { initial_access_token_id: token?.id ?? null, software_statement_issuer: iss },
           };
         });
-        await announce(tenantId, out.row.client_id, false); // evicts a cached "no such client"
+        await announce(deps, tenantId, out.row.client_id, false); // evicts a cached "no such client"
         return {
           status: 201, headers: NO_STORE,
           body: { ...registrationView(out.row, fields.echo, uriOf(out.row.client_id)), ...(out.clientSecret ? { client_secret: out.clientSecret } : {}), registration_access_token: out.registrationToken },
@@ -155,6 +162,7 @@ export function registrationRoutes(deps: Deps): Route[] {
       method: 'GET', path: '/register/:clientId', ...manage,
       doc: { summary: 'Read a dynamically registered client (RFC 7592 2.1) with its registration access token', tags: ['oauth'], security: 'bearer', responses: { 200: 'oauth.client-registration-response' }, errors: [401, 403] },
       handler: async ({ req }) => {
+        const deps = depsFor(base, req);
         const { reg } = managedBy(req);
         const row = await deps.store.forTenant(reg.tenant_id).clients.get(reg.client_id);
         if (!row) throw invalidToken('The registration access token is invalid for this client.');
@@ -168,6 +176,7 @@ export function registrationRoutes(deps: Deps): Route[] {
         tags: ['oauth'], security: 'bearer', responses: { 200: 'oauth.client-registration-response' }, errors: [400, 401, 403],
       },
       handler: async ({ req, body }) => {
+        const deps = depsFor(base, req);
         const { reg, actor } = managedBy(req);
         const sent = req.data as Record<string, unknown>;
         const extra = SERVER_FIELDS.filter((f) => f in sent);
@@ -195,7 +204,7 @@ export function registrationRoutes(deps: Deps): Route[] {
           await s.registrations.updateRegistration(reg.client_id, hashSecret(key, registrationToken), fields.echo, iss);
           return { result: { row: next, registrationToken }, before: clientView(cur), after: clientView(next) };
         });
-        await announce(reg.tenant_id, reg.client_id, false);
+        await announce(deps, reg.tenant_id, reg.client_id, false);
         return { headers: NO_STORE, body: { ...registrationView(out.row, fields.echo, uriOf(reg.client_id)), registration_access_token: out.registrationToken } };
       },
     }),
@@ -203,6 +212,7 @@ export function registrationRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: '/register/:clientId', ...manage,
       doc: { summary: 'Delete a dynamically registered client (RFC 7592 2.3): everything issued to it is revoked, and its registration access token stops working', tags: ['oauth'], security: 'bearer', responses: { 204: null }, errors: [401, 403] },
       handler: async ({ req }) => {
+        const deps = depsFor(base, req);
         const { reg, actor } = managedBy(req);
         await auditedChange(deps, actor, req, { action: 'client.delete', resourceType: 'client', resourceId: reg.client_id, severity: 'warn' }, async (_tx, s) => {
           await s.clients.revokeRefreshTokens(reg.client_id);
@@ -210,7 +220,7 @@ export function registrationRoutes(deps: Deps): Route[] {
           if (!row) throw invalidToken('The registration access token is invalid for this client.');
           return { result: null, before: clientView(row) };
         });
-        await announce(reg.tenant_id, reg.client_id, true);
+        await announce(deps, reg.tenant_id, reg.client_id, true);
         return { status: 204 };
       },
     }),

@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import { NotFound } from '../errors.js';
 import type { Route } from '../http/types.js';
+import { depsFor } from '../request-deps.js';
 import { LIST_TTL_SECONDS } from '../tokens/status-list.js';
 
 /**
@@ -16,7 +17,8 @@ export function statusListRoutes(deps: Deps): Route[] {
       const list = Number(req.params.list);
       const lists = deps.tokens.statusLists;
       if (!Number.isSafeInteger(list) || list < 0 || !(await lists.enabled(tenant))) throw new NotFound('not_found', 'No such status list.');
-      const token = await lists.token(tenant, list);
+      // A sampled request's trace: a list built for it is read and signed under its server span.
+      const token = await lists.token(tenant, list, depsFor(deps, req).trace);
       if (!token) throw new NotFound('not_found', 'No such status list.');
       return { type: 'application/statuslist+jwt', headers: { 'Cache-Control': `public, max-age=${LIST_TTL_SECONDS}` }, body: token };
     },

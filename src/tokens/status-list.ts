@@ -1,5 +1,7 @@
 import { deflateSync } from 'node:zlib';
+import type { Context } from '@opentelemetry/api';
 import type { Sql } from '../sql.js';
+import { sqlUnder } from '../tracing/under.js';
 import { parseJti } from './jti.js';
 import type { Signer } from './signer.js';
 
@@ -90,14 +92,15 @@ export class StatusLists {
   /**
    * The signed status list token of one of the tenant's lists (`statuslist+jwt`), rebuilt from Postgres
    * at most every 500 ms per process, so a revocation shows within a second of its commit (plus the
-   * resource server's own caching, bounded by ttl). Null when the list was never handed out.
+   * resource server's own caching, bounded by ttl). Null when the list was never handed out. `trace`: a
+   * sampled request's context (deps.trace); a build it starts makes its spans under it.
    */
-  token(tenant: string, list: number): Promise<string | null> {
+  token(tenant: string, list: number, trace?: Context): Promise<string | null> {
     const key = `${tenant}\n${list}`;
     const now = Date.now();
     const hit = this.built.get(key);
     if (hit && now - hit.at < REBUILD_MS) return hit.token;
-    const token = this.build(tenant, list);
+    const token = this.build(tenant, list, trace);
     this.built.set(key, { at: now, token });
     // Only lists that exist stay cached (so asking for arbitrary list numbers cannot grow the map); a
     // failed build is forgotten, and its rejection is the caller's.
@@ -105,14 +108,15 @@ export class StatusLists {
     return token;
   }
 
-  private async build(tenant: string, list: number): Promise<string | null> {
+  private async build(tenant: string, list: number, trace: Context | undefined): Promise<string | null> {
+    const sql = trace === undefined ? this.sql : sqlUnder(this.sql, trace);
     const lo = list * LIST_BITS;
-    const [counter] = await this.sql<{ next: string }[]>`select next from status_list_counters where tenant_id = ${tenant}`;
+    const [counter] = await sql<{ next: string }[]>`select next from status_list_counters where tenant_id = ${tenant}`;
     const handedOut = counter ? Number(counter.next) : 0;
     if (handedOut <= lo) return null;
     const size = Math.min(LIST_BITS, handedOut - lo);
     const bits = Buffer.alloc(Math.ceil(size / 8));
-    const rows = await this.sql<{ status_idx: string }[]>`select status_idx from revocations
+    const rows = await sql<{ status_idx: string }[]>`select status_idx from revocations
       where tenant_id = ${tenant} and status_idx >= ${lo} and status_idx < ${lo + size} and expires_at > ${Date.now()}`;
     for (const r of rows) {
       const i = Number(r.status_idx) - lo;
@@ -122,6 +126,6 @@ export class StatusLists {
     return this.signer.sign(tenant, { typ: 'statuslist+jwt' }, {
       sub: this.uri(tenant, list), iat, exp: iat + LIST_TTL_SECONDS * 6, ttl: LIST_TTL_SECONDS,
       status_list: { bits: 1, lst: deflateSync(bits).toString('base64url') },
-    });
+    }, undefined, trace);
   }
 }
