@@ -1,4 +1,6 @@
 import type { Redis } from 'ioredis';
+import { logIdsOf, type Context } from './tracing/tracer.js';
+import { redisUnder } from './tracing/under.js';
 import type { Logger } from './log.js';
 import { cacheCounters } from './metrics.js';
 
@@ -94,10 +96,14 @@ export class NotifiedCache<V> {
   /** Forgets every entry (after the notice channel was down: a notice may have been missed). */
   clear(): void { this.entries.clear(); }
 
-  /** Evicts locally and tells every other process (a failed publish is logged: the TTL still bounds staleness). */
-  async changed(key: string): Promise<void> {
+  /**
+   * Evicts locally and tells every other process (a failed publish is logged: the TTL still bounds
+   * staleness). `trace`: a sampled request's context, under which the publish makes its span.
+   */
+  async changed(key: string, trace?: Context): Promise<void> {
     this.entries.delete(key);
     if (this.opts.channel === undefined) return;
-    await this.opts.pub!.publish(this.opts.channel, key).catch((err: Error) => this.opts.log?.warn({ err: err.message }, `${this.opts.name} change notice not published`));
+    const pub = trace === undefined ? this.opts.pub! : redisUnder(this.opts.pub!, trace);
+    await pub.publish(this.opts.channel, key).catch((err: Error) => this.opts.log?.warn({ err: err.message, ...logIdsOf(trace) }, `${this.opts.name} change notice not published`));
   }
 }

@@ -64,7 +64,7 @@ async function loadPlain(clients: ClientRepository, clientId: string): Promise<C
 export function clientRoutes(deps: Deps): Route[] {
   /** After the commit: every process forgets its cached copy; a client disabled or deleted also loses its access tokens. */
   const announce = async (d: Deps, tenantId: string, clientId: string, cutOff: boolean) => {
-    await d.tokens.clients.changed(clientId);
+    await d.tokens.clients.changed(clientId, d.trace);
     if (cutOff) await d.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL, d.trace);
   };
   const audit = (action: string, severity: 'info' | 'warn' = 'info') => ({ action, resourceType: 'client', resourceParam: 'clientId', severity });
@@ -152,7 +152,7 @@ export function clientRoutes(deps: Deps): Route[] {
           await store.clients.setSecretHash(id, hashSecret(deps.tokens.secretKey, s));
           return { result: s };
         });
-        await deps.tokens.clients.changed(id);
+        await deps.tokens.clients.changed(id, deps.trace);
         return { body: { client_id: id, client_secret: secret } };
       },
     }),

@@ -149,7 +149,7 @@ export function loggingRoutes(deps: Deps): Route[] {
           await repo.update({ settings: { ...t.settings, token_decision_logging: body.token_decision_logging } });
           return { result: null, resourceId: ctx.tenantId, before: { token_decision_logging: before }, after: { token_decision_logging: body.token_decision_logging } };
         });
-        await deps.tokens.tenantSettings.changed(ctx.tenantId);
+        await deps.tokens.tenantSettings.changed(ctx.tenantId, deps.trace);
         return { body: { tenant_id: ctx.tenantId, token_decision_logging: body.token_decision_logging } };
       },
     }),

@@ -42,7 +42,7 @@ export function pluginRoutes(deps: Deps): Route[] {
         const row = await store.plugins.setEnabled(p.id, enabled);
         return { result: pluginView(p, row), resourceId: p.id, before: pluginView(p, before), after: pluginView(p, row) };
       });
-      await deps.tokens.plugins.changed(ctx.tenantId);
+      await deps.tokens.plugins.changed(ctx.tenantId, deps.trace);
       return { body: view };
     },
   });

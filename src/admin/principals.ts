@@ -93,7 +93,7 @@ const audit = (action: string, severity: AuditSpec['severity'] = 'info'): AuditS
 export function principalRoutes(deps: Deps): Route[] {
   /** After the commit: every process forgets the cached backing client; `cutOff` also revokes its access tokens. */
   const announce = async (d: Deps, tenantId: string, clientId: string, cutOff: boolean) => {
-    await d.tokens.clients.changed(clientId);
+    await d.tokens.clients.changed(clientId, d.trace);
     if (cutOff) await d.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL, d.trace);
   };
   return [

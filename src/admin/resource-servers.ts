@@ -29,7 +29,7 @@ export function resourceServerRoutes(deps: Deps): Route[] {
     id: r.id, tenant_id: r.tenant_id, identifier: r.identifier, name: r.name, scopes: r.scopes, documentation_uri: r.documentation_uri,
     resource_metadata: resourceMetadataUrl(deps.config.issuer, r.tenant_id, r.id), created_at: Number(r.created_at), updated_at: Number(r.updated_at),
   });
-  const changed = (tenantId: string) => deps.tokens.resourceServers.changed(tenantId);
+  const changed = (d: Deps, tenantId: string) => d.tokens.resourceServers.changed(tenantId, d.trace);
   return [
     adminRoute(deps, {
       method: 'GET', path: '/api/admin/resource-servers', permission: READ, tags, query: 'query.admin-resource-server-list',
@@ -40,7 +40,7 @@ export function resourceServerRoutes(deps: Deps): Route[] {
       method: 'POST', path: '/api/admin/resource-servers', permission: WRITE, tags, body: 'admin.resource-server-create',
       summary: 'Register a resource server (RFC 8707 resource, RFC 9728 protected resource)', response: { 201: 'admin.resource-server' }, errors: [409],
       audit: { action: 'resource_server.create', resourceType: 'resource_server' },
-      handler: async ({ ctx, body, mutate }) => {
+      handler: async ({ deps, ctx, body, mutate }) => {
         checkIdentifier(body.identifier);
         const r = await mutate(async (tx, store) => {
           // Serialises registrations of the tenant, so the bound below holds under concurrent creates.
@@ -49,7 +49,7 @@ export function resourceServerRoutes(deps: Deps): Route[] {
           const rs = found(await store.resourceServers.insert(newId('rs'), body), identifierTaken);
           return { result: rs, resourceId: rs.id, after: view(rs) };
         });
-        await changed(ctx.tenantId);
+        await changed(deps, ctx.tenantId);
         return { status: 201, body: view(r) };
       },
     }),
@@ -62,7 +62,7 @@ export function resourceServerRoutes(deps: Deps): Route[] {
       method: 'PUT', path: '/api/admin/resource-servers/:id', permission: WRITE, tags, body: 'admin.resource-server-update',
       summary: 'Update a resource server: the fields given replace the stored ones', response: { 200: 'admin.resource-server' }, errors: [404, 409],
       audit: { action: 'resource_server.update', resourceType: 'resource_server' },
-      handler: async ({ ctx, body, params, mutate }) => {
+      handler: async ({ deps, ctx, body, params, mutate }) => {
         checkIdentifier(body.identifier);
         const r = await mutate(async (_tx, store) => {
           const cur = found(await store.resourceServers.get(params.id!), notFound);
@@ -70,7 +70,7 @@ export function resourceServerRoutes(deps: Deps): Route[] {
           if (next === 'identifier_taken') throw identifierTaken();
           return { result: found(next, notFound), before: view(cur), after: view(found(next, notFound)) };
         });
-        await changed(ctx.tenantId);
+        await changed(deps, ctx.tenantId);
         return { body: view(r) };
       },
     }),
@@ -78,9 +78,9 @@ export function resourceServerRoutes(deps: Deps): Route[] {
       method: 'DELETE', path: '/api/admin/resource-servers/:id', permission: WRITE, tags,
       summary: 'Delete a resource server (tokens already issued for it stay valid until they expire)', response: { 204: null }, errors: [404],
       audit: { action: 'resource_server.delete', resourceType: 'resource_server', severity: 'warn' },
-      handler: async ({ ctx, params, mutate }) => {
+      handler: async ({ deps, ctx, params, mutate }) => {
         await mutate(async (_tx, store) => ({ result: null, before: view(found(await store.resourceServers.delete(params.id!), notFound)) }));
-        await changed(ctx.tenantId);
+        await changed(deps, ctx.tenantId);
         return { status: 204 };
       },
     }),

@@ -54,7 +54,7 @@ export function tenantRoutes(deps: Deps): Route[] {
         return { result: next, before: tenantView(cur), after: tenantView(next) };
       });
       await d.tokens.revocations.markTenant(id, t.status, d.trace);
-      await deps.tokens.tenantSettings.changed(id);
+      await d.tokens.tenantSettings.changed(id, d.trace);
       if (m.to === 'deleting') await enqueueTenantPurge(deps, id);
       return status === 204 ? { status } : { status, body: tenantView(t) };
     },
@@ -92,7 +92,7 @@ export function tenantRoutes(deps: Deps): Route[] {
           return { result: { t, admin }, resourceId: id, after: { ...tenantView(t), admin_client_id: admin?.client_id ?? null } };
         });
         if (keysMoved) await deps.tokens.keysChanged();
-        await deps.tokens.tenantSettings.changed(out.t.id);
+        await deps.tokens.tenantSettings.changed(out.t.id, deps.trace);
         return { status: 201, body: { ...tenantView(out.t), ...(out.admin ? { admin_client: out.admin } : {}) } };
       },
     }),
@@ -122,7 +122,7 @@ export function tenantRoutes(deps: Deps): Route[] {
         });
         // Keys first: a process that sees the new settings before its ring has reloaded still signs with a published key.
         if (keysMoved) await deps.tokens.keysChanged();
-        await deps.tokens.tenantSettings.changed(t.id);
+        await deps.tokens.tenantSettings.changed(t.id, deps.trace);
         return { body: tenantView(t) };
       },
     }),

@@ -89,7 +89,7 @@ export function registrationRoutes(base: Deps): Route[] {
 
   /** After the commit: every process forgets its cached copy; a deleted client also loses its access tokens. */
   const announce = async (deps: Deps, tenantId: string, clientId: string, cutOff: boolean) => {
-    await deps.tokens.clients.changed(clientId);
+    await deps.tokens.clients.changed(clientId, deps.trace);
     if (cutOff) await deps.tokens.revocations.revokeBefore(tenantId, 'client', clientId, Date.now(), MAX_ACCESS_TTL, deps.trace);
   };
 
