@@ -18,7 +18,7 @@ import { EDDSA_SCENARIOS, eddsaTargets, runEddsa } from './lib/eddsa.js';
 
 const USAGE = `usage: npm run perf -- <scenario> [options]
 scenarios: ${Object.keys(SCENARIOS).join(', ')}, peer, all, cpu, webhooks, eddsa, tracing-ab
-  tracing-ab [--only introspection-hit] [--rounds 6] [--rate 1000] [--connections 32] [--ratio 0.01]
+  tracing-ab [--only introspection-hit] [--rounds 6] [--rate 1000] [--connections 32] [--ratio 0.01] [--order off-first|traced-first] [--aa]
       two svc instances (one HTTP process each), tracing off and sampling --ratio, take the same steps
       at the same time: CPU per answer of each, traced ÷ off per round and pooled (issue 34)
   eddsa  client_credentials and token exchange (cpu steps) signed with RS256, then by an svc signing
