@@ -1,11 +1,10 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { api } from '../admin/helpers.js';
 import { createSession } from '../../src/login/sessions.js';
 import { waitFor } from '../helpers/processes.js';
 import { adminToken } from '../helpers/tokens.js';
 import { startLoginEnv, uniqueEmail } from '../login/fixtures.js';
+import { type OtlpSpan, attr, descends, parent, startOtlpReceiver } from './otlp-receiver.js';
 
 // Issue 34: the account page, its form posts, the passkey API and the device verification page are traced
 // like the login steps. A sampled request is one trace whose server span is under the caller's, with the
@@ -13,41 +12,17 @@ import { startLoginEnv, uniqueEmail } from '../login/fixtures.js';
 // no span carries the session cookie, the address, a code or a CSRF token. A local receiver collects what
 // the real OTLP/HTTP exporter posts; each request's spans are found by the trace id of its traceparent.
 
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: Array<{ key: string; value: Record<string, unknown> }> }
-const spans: OtlpSpan[] = [];
-const bodies: string[] = [];
-const receiver = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => { body += c.toString('utf8'); });
-  req.on('end', () => {
-    bodies.push(body);
-    const doc = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
-    for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-});
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-t.teardown(() => new Promise<void>((r) => receiver.close(() => r())));
-const otlp = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+const receiver = await startOtlpReceiver();
+t.teardown(() => receiver.close());
+const { spans, bodies } = receiver;
+const otlp = receiver.url;
 
 const env = await startLoginEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'svc-test' });
 t.teardown(() => env.close());
 const { srv, tenant } = env;
 const tenantId = tenant.tenant_id;
 
-const hex = (n: number) => [...crypto.getRandomValues(new Uint8Array(n))].map((x) => x.toString(16).padStart(2, '0')).join('');
-/** A fresh traceparent (sampled) and the ids in it. */
-function parent() {
-  const traceId = hex(16);
-  const spanId = hex(8);
-  return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
-}
-const attr = (s: OtlpSpan, key: string) => { const v = s.attributes?.find((a) => a.key === key)?.value; return v ? Object.values(v)[0] : undefined; };
 const traceOf = (traceId: string) => spans.filter((s) => s.traceId === traceId);
-function descends(all: OtlpSpan[], s: OtlpSpan, ancestor: string): boolean {
-  for (let p = s.parentSpanId; p; p = all.find((x) => x.spanId === p)?.parentSpanId) if (p === ancestor) return true;
-  return false;
-}
 const isPg = (s: OtlpSpan) => attr(s, 'db.system.name') === 'postgresql';
 const isRedis = (s: OtlpSpan) => s.name.startsWith('redis ');
 

@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { EdgeSampler, rootRatioOf } from '../../src/tracing/edge-sampling.js';
 import { waitFor } from '../helpers/processes.js';
@@ -7,28 +5,19 @@ import { startTestServer } from '../helpers/server.js';
 import { basic, setupTenant } from '../helpers/tokens.js';
 import { AlwaysOffSampler } from '@opentelemetry/sdk-trace-base';
 import { ROOT_CONTEXT, SamplingDecision, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
+import { hex, startOtlpReceiver } from './otlp-receiver.js';
 
 // The HTTP server decides head sampling for requests without a caller's trace before making any span
 // (src/tracing/edge-sampling.ts). What an operator sees at OTEL_TRACES_SAMPLER=parentbased_traceidratio
 // with a ratio of one half: about half of the untraced requests, each with its child spans; every request
 // whose caller sampled it; none whose caller did not.
 
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number }
-const spans: OtlpSpan[] = [];
-const receiver = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => { body += c.toString('utf8'); });
-  req.on('end', () => {
-    const doc = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
-    for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-});
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-t.teardown(() => new Promise<void>((r) => receiver.close(() => r())));
+const receiver = await startOtlpReceiver();
+t.teardown(() => receiver.close());
+const { spans } = receiver;
 
 const srv = await startTestServer({
-  OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
   OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.5',
 });
 t.teardown(() => srv.close());
@@ -37,7 +26,6 @@ const rs = tenant.clients.resource_server;
 const ex = tenant.clients.exchanger;
 const { access_token: token } = await (await fetch(`${srv.url}/token`, { method: 'POST', headers: { authorization: basic(ex.client_id, ex.client_secret), 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&scope=read' })).json() as { access_token: string };
 
-const hex = (n: number) => [...crypto.getRandomValues(new Uint8Array(n))].map((x) => x.toString(16).padStart(2, '0')).join('');
 /** Introspects the token, with a traceparent of the given flags when asked; returns that trace id. */
 async function introspect(flags?: '01' | '00'): Promise<string | undefined> {
   const traceId = flags ? hex(16) : undefined;

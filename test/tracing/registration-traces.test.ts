@@ -1,53 +1,27 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { api } from '../admin/helpers.js';
 import { person, requestBody, step } from '../elevation/helpers.js';
 import { waitFor } from '../helpers/processes.js';
 import { startTestServer } from '../helpers/server.js';
 import { adminToken, postForm, setupTenant } from '../helpers/tokens.js';
+import { type OtlpSpan, attr, descends, parent, startOtlpReceiver } from './otlp-receiver.js';
 
 // Issue 34: dynamic client registration (RFC 7591/7592), token status lists and approval artifacts make
 // their Postgres, Redis and signing spans under the request's server span, as the token endpoint does.
 // Same method as traces.test.ts: the real exporter posts OTLP/HTTP JSON to a local receiver, and each
 // request's trace is found by the trace id of the traceparent it sent.
 
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: Array<{ key: string; value: Record<string, unknown> }> }
-const spans: OtlpSpan[] = [];
-const bodies: string[] = [];
-const receiver = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => { body += c.toString('utf8'); });
-  req.on('end', () => {
-    bodies.push(body);
-    const doc = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
-    for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-});
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-t.teardown(() => new Promise<void>((r) => receiver.close(() => r())));
-const otlp = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+const receiver = await startOtlpReceiver();
+t.teardown(() => receiver.close());
+const { spans, bodies } = receiver;
+const otlp = receiver.url;
 
 const srv = await startTestServer({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'svc-test' });
 t.teardown(() => srv.close());
 const b = await setupTenant(srv, 'regtrace');
 const admin = api(srv, await adminToken(srv, { tenantId: b.tenant_id, permissions: ['admin:*'] }));
 
-const hex = (n: number) => [...crypto.getRandomValues(new Uint8Array(n))].map((x) => x.toString(16).padStart(2, '0')).join('');
-/** A fresh traceparent (sampled) and the ids in it. */
-function parent() {
-  const traceId = hex(16);
-  const spanId = hex(8);
-  return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
-}
-const attr = (s: OtlpSpan, key: string) => { const v = s.attributes?.find((a) => a.key === key)?.value; return v ? Object.values(v)[0] : undefined; };
 const traceOf = (traceId: string) => spans.filter((s) => s.traceId === traceId);
-/** Whether `s` descends from the span `ancestor` within its trace. */
-function descends(all: OtlpSpan[], s: OtlpSpan, ancestor: string): boolean {
-  for (let p = s.parentSpanId; p; p = all.find((x) => x.spanId === p)?.parentSpanId) if (p === ancestor) return true;
-  return false;
-}
 const isPg = (s: OtlpSpan) => attr(s, 'db.system.name') === 'postgresql';
 const isRedis = (s: OtlpSpan) => s.name.startsWith('redis ');
 const isSign = (s: OtlpSpan) => s.name === 'crypto signBatch';

@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { tracingFrom } from '../../src/tracing/config.js';
 import { contextMode } from '../../src/tracing/start.js';
@@ -9,46 +7,22 @@ import { codeFor, startLoginEnv, uniqueEmail } from '../login/fixtures.js';
 import { createLogger } from '../../src/log.js';
 import { startWebhookWorker } from '../../workers/webhook-worker.js';
 import { startReceiver } from '../webhooks/fixtures.js';
+import { attr, descends, parent, startOtlpReceiver } from './otlp-receiver.js';
 
 // Issue 34 item 1: with an OTLP endpoint set, svc sends a trace per request to it (OTLP/HTTP, JSON). A
 // local receiver collects what the real exporter posts; traces are found by the trace id of the
 // traceparent each request sends, so the assertions read what an operator's collector would show.
 
-interface OtlpSpan { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; startTimeUnixNano?: string; endTimeUnixNano?: string; attributes?: Array<{ key: string; value: Record<string, unknown> }> }
-const spans: OtlpSpan[] = [];
-const bodies: string[] = [];
-const receiver = http.createServer((req, res) => {
-  let body = '';
-  req.on('data', (c: Buffer) => { body += c.toString('utf8'); });
-  req.on('end', () => {
-    bodies.push(body);
-    const doc = JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
-    for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-});
-await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-t.teardown(() => new Promise<void>((r) => receiver.close(() => r())));
-const otlp = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+const receiver = await startOtlpReceiver();
+t.teardown(() => receiver.close());
+const { spans, bodies } = receiver;
+const otlp = receiver.url;
 
 const env = await startLoginEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_SERVICE_NAME: 'svc-test' });
 t.teardown(() => env.close());
 const { srv, sink, tenant: b } = env;
 
-const hex = (n: number) => [...crypto.getRandomValues(new Uint8Array(n))].map((x) => x.toString(16).padStart(2, '0')).join('');
-/** A fresh traceparent (sampled) and the ids in it. */
-function parent() {
-  const traceId = hex(16);
-  const spanId = hex(8);
-  return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
-}
-const attr = (s: OtlpSpan, key: string) => { const v = s.attributes?.find((a) => a.key === key)?.value; return v ? Object.values(v)[0] : undefined; };
 const traceOf = (traceId: string) => spans.filter((s) => s.traceId === traceId);
-/** Whether `s` descends from the span `ancestor` within its trace. */
-function descends(all: OtlpSpan[], s: OtlpSpan, ancestor: string): boolean {
-  for (let p = s.parentSpanId; p; p = all.find((x) => x.spanId === p)?.parentSpanId) if (p === ancestor) return true;
-  return false;
-}
 
 t.test('the OTEL_* variables as the specification names them', async (t) => {
   const problems: string[] = [];
