@@ -5,6 +5,9 @@ import t from 'tap';
 import { freePort } from '../helpers/env.js';
 import { waitFor } from '../helpers/processes.js';
 
+// A minute and a half to two on a slow day of this host (2 cores shared with the suite's other files): above tap's default 120 s per file.
+t.setTimeout(300_000);
+
 const cli = path.resolve('dist/src/cli.js');
 
 function children(pid: number): number[] {
