@@ -72,8 +72,11 @@ async function login(label: string, opts: { email?: string; beforeToken?: (sub: 
 
 t.test('a login costs Redis at most 11 round trips, no step more than it did when counted', async (t) => {
   await login('warm'); // the process's caches (client, tenant settings, plugins) warm, as in steady state
-  // The least of three logins: a timer of the process (a heartbeat) may add a read to one of them.
-  const runs = [await login('a'), await login('b'), await login('c')];
+  // The least of five logins: a timer of the process (a heartbeat) may add a read to one of them, and on
+  // a busy host Redis may wake between two writes that one step sends at once and read them apart (a
+  // clean-clone run on a loaded day counted the token step 4 in each of three logins, 3 in the next run).
+  const runs: Steps[] = [];
+  for (const label of ['a', 'b', 'c', 'd', 'e']) runs.push(await login(label));
   const least = Object.fromEntries(Object.keys(runs[0]!).map((k) => [k, Math.min(...runs.map((r) => r[k as keyof Steps]))])) as Steps;
   t.comment(`round trips per step: ${JSON.stringify(least)}`);
   // Counted 2026-11-26: 2, 4, 5, 5, 3 (19) before the session read joined the tenant check at
