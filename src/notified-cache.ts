@@ -103,7 +103,6 @@ export class NotifiedCache<V> {
   async changed(key: string, trace?: Context): Promise<void> {
     this.entries.delete(key);
     if (this.opts.channel === undefined) return;
-    const pub = trace === undefined ? this.opts.pub! : redisUnder(this.opts.pub!, trace);
-    await pub.publish(this.opts.channel, key).catch((err: Error) => this.opts.log?.warn({ err: err.message, ...logIdsOf(trace) }, `${this.opts.name} change notice not published`));
+    await redisUnder(this.opts.pub!, trace).publish(this.opts.channel, key).catch((err: Error) => this.opts.log?.warn({ err: err.message, ...logIdsOf(trace) }, `${this.opts.name} change notice not published`));
   }
 }

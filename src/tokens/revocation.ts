@@ -164,7 +164,7 @@ export class RevocationStore {
     for (const k of extraKeys) keys.push(k);
     let v: (string | null | undefined)[];
     try {
-      v = await mgetAcrossSlots(trace === undefined ? this.redis : redisUnder(this.redis, trace), keys, required);
+      v = await mgetAcrossSlots(redisUnder(this.redis, trace), keys, required);
     } catch (err) {
       throw new RevocationUnavailable(err);
     }
@@ -196,7 +196,7 @@ export class RevocationStore {
     const key = RevocationStore.jtiKey(jti);
     if (!key) return;
     const expMs = expSeconds * 1000;
-    const sql = trace === undefined ? this.sql : sqlUnder(this.sql, trace);
+    const sql = sqlUnder(this.sql, trace);
     // A token's status-list index (src/tokens/status-list.ts) is kept with its revocation: lists are built from here.
     await sql`insert into revocations (jti, tenant_id, expires_at, status_idx) values (${jti}, ${tenant}, ${expMs}, ${statusIdxOf(jti) ?? null}) on conflict (jti) do nothing`;
     if (expMs - Date.now() > 0) await this.writeRedis(key, (p) => { p.set(key, '1', 'PX', Math.max(1, expMs - Date.now())); }, trace);
@@ -205,7 +205,7 @@ export class RevocationStore {
   /** Revokes everything issued to a user (sub) or a client before atMs, for as long as such tokens can live. */
   async revokeBefore(tenant: string, kind: MarkKind, id: string, atMs: number, maxTtlSeconds: number, trace?: Context): Promise<void> {
     const expiresAt = atMs + maxTtlSeconds * 1000;
-    const sql = trace === undefined ? this.sql : sqlUnder(this.sql, trace);
+    const sql = sqlUnder(this.sql, trace);
     await sql`insert into revocation_marks (tenant_id, subject_kind, subject_id, not_before, expires_at)
                    values (${tenant}, ${kind}, ${id}, ${atMs}, ${expiresAt})
                    on conflict (tenant_id, subject_kind, subject_id) do update
@@ -237,7 +237,7 @@ export class RevocationStore {
   private async guardedGet(key: string, trace: Context | undefined): Promise<string | null> {
     const sentinel = this.sentinels.of(key);
     let v: (string | null | undefined)[];
-    try { v = await mgetAcrossSlots(trace === undefined ? this.redis : redisUnder(this.redis, trace), [key, sentinel]); } catch (err) { throw new RevocationUnavailable(err); }
+    try { v = await mgetAcrossSlots(redisUnder(this.redis, trace), [key, sentinel]); } catch (err) { throw new RevocationUnavailable(err); }
     if (v[1] === null || v[1] === undefined) {
       void this.ensureLoaded(sentinel).catch((err) => this.log.error({ err, ...logIdsOf(trace) }, 'revocation refill failed'));
       throw new RevocationUnavailable();
@@ -341,7 +341,7 @@ export class RevocationStore {
 
   /** One write (with its WAIT): the number of replicas that acknowledged it. */
   private async writeOnce(write: Write, trace?: Context): Promise<number> {
-    const p = (trace === undefined ? this.redis : redisUnder(this.redis, trace)).pipeline();
+    const p = redisUnder(this.redis, trace).pipeline();
     write(p);
     const { acks, waitMs } = this.replication;
     if (acks > 0) p.wait(acks, waitMs);

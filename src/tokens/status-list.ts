@@ -109,7 +109,7 @@ export class StatusLists {
   }
 
   private async build(tenant: string, list: number, trace: Context | undefined): Promise<string | null> {
-    const sql = trace === undefined ? this.sql : sqlUnder(this.sql, trace);
+    const sql = sqlUnder(this.sql, trace);
     const lo = list * LIST_BITS;
     const [counter] = await sql<{ next: string }[]>`select next from status_list_counters where tenant_id = ${tenant}`;
     const handedOut = counter ? Number(counter.next) : 0;

@@ -25,7 +25,9 @@ function ended<T>(p: Promise<T>, span: Span): Promise<T> {
  * hashes), and whose pipelines and transactions get one span per batch sent (`redis PIPELINE`, with
  * the count). Everything else (events, status, duplicate) is the client's own.
  */
-export function redisUnder<T extends Redis>(redis: T, parent: Context, role = 'cache'): T {
+export function redisUnder<T extends Redis>(redis: T, parent: Context | undefined, role = 'cache'): T {
+  // No trace (an unsampled request): the client itself.
+  if (parent === undefined) return redis;
   builtins ??= new Set(redis.getBuiltinCommands());
   const scripts = (redis as unknown as { scriptsSet: Record<string, unknown> }).scriptsSet ?? {};
   return new Proxy(redis, {
@@ -56,8 +58,9 @@ export function redisUnder<T extends Redis>(redis: T, parent: Context, role = 'c
   });
 }
 
-/** `sql` whose statements (its transactions' too) get client spans under `parent`, and which names its trace (traceOf). */
-export function sqlUnder<S extends object>(sql: S, parent: Context): S {
+/** `sql` whose statements (its transactions' too) get client spans under `parent`, and which names its trace (traceOf); `sql` itself without one. */
+export function sqlUnder<S extends object>(sql: S, parent: Context | undefined): S {
+  if (parent === undefined) return sql;
   return hookStatements(sql, [statementsUnder(parent)], { key: TRACE, value: parent });
 }
 
