@@ -98,7 +98,8 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function generate(req: HttpRequest): Promise<Reply> {
-    const { deps, ctx } = scoped(req);
+    const scope = scoped(req);
+    const { deps, ctx } = scope;
     const { form, data } = readBody(req);
     if (form) {
       // A form post keeps its CSRF check; a client that asked for JSON gets its errors as JSON (OpenAPI).
@@ -109,7 +110,7 @@ export function loginRoutes(deps: Deps): Route[] {
         // The rate windows count in the round trip of the interaction read (see CodeRequestReads).
         const hits = isEmail(email) ? countHits(deps.redis, codeRequestWindows(email, req.ip)) : undefined;
         hits?.catch(() => {});
-        const it = await browserInteraction({ deps, ctx }, req, data, false);
+        const it = await browserInteraction(scope, req, data, false);
         const { party: client, tenantCheck } = await codeParty(partyOfDeferred(it, deps.trace));
         const csrf = csrfFor(ctx, req);
         if (!isEmail(email)) {
@@ -172,16 +173,17 @@ export function loginRoutes(deps: Deps): Route[] {
   }
 
   async function verify(req: HttpRequest): Promise<Reply> {
-    const { deps, ctx } = scoped(req);
+    const scope = scoped(req);
+    const { deps, ctx } = scope;
     const { form, data } = readBody(req);
     if (form) {
       const api = wantsJson(req);
       let it: Interaction;
-      try { it = await browserInteraction({ deps, ctx }, req, data); } catch (err) { return failure(err, api, 'public'); }
+      try { it = await browserInteraction(scope, req, data); } catch (err) { return failure(err, api, 'public'); }
       const email = formString(data, 'email')?.trim() ?? '';
       const code = formString(data, 'code')?.trim() ?? '';
       try {
-        const s = await signIn({ deps, ctx }, email, code, req.ip);
+        const s = await signIn(scope, email, code, req.ip);
         if (s.tenantId !== it.request.tenantId) throw new InvalidCode();
         return { status: 303, headers: { Location: resumeUrl(it), ...NO_STORE }, cookies: [s.cookie] };
       } catch (err) {
@@ -196,7 +198,7 @@ export function loginRoutes(deps: Deps): Route[] {
     // The interaction is read in the same Redis write as the failure budgets signIn reads first.
     const itRead = data.interaction !== undefined ? loadInteraction(deps.redis, data.interaction) : null;
     itRead?.catch(() => {});
-    const s = await signIn({ deps, ctx }, String(data.email), String(data.code).trim(), req.ip);
+    const s = await signIn(scope, String(data.email), String(data.code).trim(), req.ip);
     const it = itRead ? await itRead : null;
     return {
       headers: NO_STORE, cookies: [s.cookie],
